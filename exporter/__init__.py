@@ -1,0 +1,3 @@
+"""llm-inference-exporter: stable `llm_*` metrics for LLM inference on Kubernetes."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,24 @@
+"""The exporter's own health: build info and per-collector success and duration."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from exporter.catalogue.spec import MetricSpec, gauge
+
+_g = partial(gauge, subsystem="exporter", role="any")
+
+BUILD_INFO = _g(
+    "llm_exporter_build_info", "Exporter build, value 1.", ("version", "python_version", "role")
+)
+COLLECTOR_SUCCESS = _g(
+    "llm_exporter_collector_success",
+    "1 when the collector's last run succeeded; 0 when it raised or is unavailable (see the logs).",
+    ("collector",),
+)
+COLLECTOR_DURATION = _g(
+    "llm_exporter_collector_duration_seconds", "Time the collector's last run took.", ("collector",),
+    unit="seconds",
+)
+
+METRICS: tuple[MetricSpec, ...] = (BUILD_INFO, COLLECTOR_SUCCESS, COLLECTOR_DURATION)

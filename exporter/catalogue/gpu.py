@@ -1,0 +1,63 @@
+"""GPU metrics (node role): NVML memory, bandwidth and utilisation per GPU, and GPU-to-pod attribution."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from exporter.catalogue.spec import MetricSpec, gauge
+
+GPU = ("gpu", "uuid")  # NVML index and UUID (GPU-... or MIG-...)
+
+_g = partial(gauge, subsystem="gpu", role="node")
+
+GPU_INFO = _g("llm_gpu_info", "GPU identity, value 1.", (*GPU, "name", "driver_version", "mig_mode"))
+GPU_UP = _g("llm_gpu_up", "1 when NVML answers for this GPU, 0 when it is lost (fell off the bus).", GPU)
+MEMORY_TOTAL = _g("llm_gpu_memory_total_bytes", "Total GPU memory.", GPU, unit="bytes")
+MEMORY_USED = _g("llm_gpu_memory_used_bytes", "GPU memory in use.", GPU, unit="bytes")
+MEMORY_RESERVED = _g(
+    "llm_gpu_memory_reserved_bytes", "GPU memory reserved by the driver and firmware.", GPU, unit="bytes"
+)
+MEMORY_BUSY = _g(
+    "llm_gpu_memory_busy_ratio",
+    "Fraction of the last sample period during which GPU memory was read or written (NVML "
+    "utilization.memory). A time fraction, not bandwidth.",
+    GPU,
+    unit="ratio",
+)
+MEMORY_BANDWIDTH_UTILIZATION = _g(
+    "llm_gpu_memory_bandwidth_utilization_ratio",
+    "DRAM bandwidth used as a fraction of the peak (GPM DRAM_BW_UTIL, Hopper and newer).",
+    GPU,
+    unit="ratio",
+)
+MEMORY_BANDWIDTH_MAX = _g(
+    "llm_gpu_memory_bandwidth_max_bytes_per_second",
+    "Theoretical peak memory bandwidth from the maximum memory clock and the bus width.",
+    GPU,
+    unit="bytes_per_second",
+)
+UTILIZATION = _g(
+    "llm_gpu_utilization_ratio", "Fraction of the last sample period during which a kernel ran.", GPU, unit="ratio"
+)
+SM_OCCUPANCY = _g("llm_gpu_sm_occupancy_ratio", "SM occupancy (GPM, Hopper and newer).", GPU, unit="ratio")
+POWER = _g("llm_gpu_power_watts", "Power draw.", GPU, unit="watts")
+TEMPERATURE = _g("llm_gpu_temperature_celsius", "GPU core temperature.", GPU, unit="celsius")
+POD_INFO = _g(
+    "llm_gpu_pod_info", "The pod container a GPU is assigned to, value 1.", (*GPU, "namespace", "pod", "container")
+)
+
+METRICS: tuple[MetricSpec, ...] = (
+    GPU_INFO,
+    GPU_UP,
+    MEMORY_TOTAL,
+    MEMORY_USED,
+    MEMORY_RESERVED,
+    MEMORY_BUSY,
+    MEMORY_BANDWIDTH_UTILIZATION,
+    MEMORY_BANDWIDTH_MAX,
+    UTILIZATION,
+    SM_OCCUPANCY,
+    POWER,
+    TEMPERATURE,
+    POD_INFO,
+)

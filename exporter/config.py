@@ -1,0 +1,223 @@
+"""Configuration: YAML file, then environment, then flags, into frozen dataclasses.
+
+Every key is optional. Unknown or ill-typed keys are errors that name the key path; all errors of a file are
+reported at once (`ConfigError.errors`), so one edit fixes them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+from urllib.parse import urlsplit
+
+import yaml
+
+DEFAULT_LISTEN = "0.0.0.0:8490"
+DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
+
+
+class ConfigError(Exception):
+    """One or more configuration errors, each naming its key."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("invalid configuration:\n" + "\n".join(f"  - {e}" for e in errors))
+
+
+@dataclass(frozen=True)
+class Target:
+    """A static engine target: an engine outside Kubernetes, or a test server."""
+
+    url: str
+    labels: dict[str, str] = field(default_factory=dict)  # namespace, pod: the series identity
+    engine: Literal["vllm"] = "vllm"
+
+    def validate(self) -> list[str]:
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return [f"url: {self.url!r} is not an http(s) URL with a host"]
+        bad = sorted(set(self.labels) - {"namespace", "pod"})
+        return [f"labels.{key}: only 'namespace' and 'pod' are allowed" for key in bad]
+
+
+@dataclass(frozen=True)
+class KubernetesDiscovery:
+    """Node role: scrape opted-in engine pods on this node (annotation `<prefix>/scrape: "true"`)."""
+
+    enabled: bool = False
+    node_name: str = ""  # default: $NODE_NAME (downward API)
+    annotation_prefix: str = "llm-exporter.io"
+    default_port: int = 8000
+    default_path: str = "/metrics"
+
+
+@dataclass(frozen=True)
+class Engines:
+    timeout_seconds: float = 3.0
+    max_response_bytes: int = 8 * 1024 * 1024
+    max_series_per_target: int = 20000  # LoRA adapters and model names can explode cardinality
+    targets: list[Target] = field(default_factory=list)
+    kubernetes_discovery: KubernetesDiscovery = field(default_factory=KubernetesDiscovery)
+
+    def validate(self) -> list[str]:
+        errors = []
+        if not 0 < self.timeout_seconds <= 60:
+            errors.append("timeout_seconds: must be in (0, 60]")
+        if self.max_response_bytes < 1024:
+            errors.append("max_response_bytes: must be at least 1024")
+        if self.max_series_per_target < 1:
+            errors.append("max_series_per_target: must be positive")
+        return errors
+
+
+@dataclass(frozen=True)
+class Gpu:
+    enabled: Literal["auto", "true", "false"] = "auto"  # auto: on when NVML loads
+    pod_resources_socket: str = DEFAULT_POD_RESOURCES_SOCKET
+    pod_resources_refresh_seconds: float = 10.0
+
+
+@dataclass(frozen=True)
+class Cluster:
+    page_size: int = 500
+    max_pending_pods: int = 1000  # bound on llm_pending_pod_gpus_requested series
+    resync_seconds: float = 0.0  # 0: rely on watches only
+
+    def validate(self) -> list[str]:
+        errors = []
+        if self.page_size < 1:
+            errors.append("page_size: must be positive")
+        if self.max_pending_pods < 1:
+            errors.append("max_pending_pods: must be positive")
+        return errors
+
+
+@dataclass(frozen=True)
+class Config:
+    engines: Engines = field(default_factory=Engines)
+    gpu: Gpu = field(default_factory=Gpu)
+    cluster: Cluster = field(default_factory=Cluster)
+
+
+def load(path: str | Path | None) -> Config:
+    """The configuration in `path` (YAML), or the defaults when `path` is None."""
+    if path is None:
+        return Config()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
+    return parse(text, source=str(path))
+
+
+def parse(text: str, source: str = "<config>") -> Config:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError([f"{source}: not valid YAML: {exc}"]) from exc
+    if data is None:
+        data = {}
+    errors: list[str] = []
+    config = _build(Config, data, "", errors)
+    if errors:
+        raise ConfigError(errors)
+    return typing.cast(Config, config)
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _build(tp: Any, value: Any, path: str, errors: list[str]) -> Any:
+    """Check `value` against type `tp`, recording errors under `path`; returns the typed value."""
+    where = path or "config"
+    origin = get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            errors.append(f"{where}: expected a mapping, got {_kind(value)}")
+            return None
+        hints = typing.get_type_hints(tp)
+        fields = {f.name: f for f in dataclasses.fields(tp)}
+        kwargs: dict[str, Any] = {}
+        for key, item in value.items():
+            if key not in fields:
+                known = ", ".join(sorted(fields))
+                errors.append(f"{_join(path, str(key))}: unknown key (known: {known})")
+                continue
+            kwargs[key] = _build(hints[key], item, _join(path, key), errors)
+        missing = [
+            name
+            for name, f in fields.items()
+            if name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        ]
+        errors.extend(f"{_join(path, name)}: required key missing" for name in missing)
+        if missing or any(v is None for v in kwargs.values()):
+            return None  # the errors are recorded; do not build a half-valid object
+        obj = tp(**kwargs)
+        validate = getattr(obj, "validate", None)
+        if validate is not None:
+            errors.extend(f"{_join(path, msg)}" for msg in validate())
+        return obj
+    if origin is Literal:
+        allowed = get_args(tp)
+        text = _literal_text(value)
+        if text not in allowed:
+            errors.append(f"{where}: must be one of {', '.join(map(str, allowed))}, got {value!r}")
+            return None
+        return text
+    if origin is list:
+        if not isinstance(value, list):
+            errors.append(f"{where}: expected a list, got {_kind(value)}")
+            return None
+        (item_tp,) = get_args(tp)
+        return [_build(item_tp, item, _join(path, i), errors) for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            errors.append(f"{where}: expected a mapping, got {_kind(value)}")
+            return None
+        bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
+        for key in bad:
+            errors.append(f"{_join(path, str(key))}: keys and values must be strings")
+        return None if bad else dict(value)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in get_args(tp):
+            return None
+        (inner,) = [a for a in get_args(tp) if a is not type(None)]
+        return _build(inner, value, path, errors)
+    return _scalar(tp, value, where, errors)
+
+
+def _literal_text(value: Any) -> Any:
+    if isinstance(value, bool):  # YAML reads `enabled: true` as a bool
+        return "true" if value else "false"
+    return value
+
+
+def _scalar(tp: Any, value: Any, where: str, errors: list[str]) -> Any:
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    else:  # pragma: no cover - a field type this loader does not know
+        raise TypeError(f"unsupported config type {tp!r}")
+    errors.append(f"{where}: expected {tp.__name__}, got {_kind(value)}")
+    return None
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]

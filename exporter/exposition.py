@@ -1,0 +1,75 @@
+"""Metric families and the Prometheus text format (0.0.4) writer.
+
+Our own small writer instead of prometheus_client's registry: families are built fresh per scrape from
+catalogue specs, and engine series arrive with their label block already rendered, which keeps the
+re-export path allocation-light.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from exporter.catalogue.spec import MetricSpec
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def escape_label_value(value: str) -> str:
+    if "\\" in value or '"' in value or "\n" in value:
+        return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return value
+
+
+def render_labels(pairs: Iterable[tuple[str, str]]) -> str:
+    """`{a="1",b="2"}` for the given pairs, or "" when there are none."""
+    body = ",".join(f'{key}="{escape_label_value(value)}"' for key, value in pairs)
+    return f"{{{body}}}" if body else ""
+
+
+def format_value(value: float) -> str:
+    if value != value:  # NaN
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value)}"
+    return repr(float(value))
+
+
+class Family:
+    """The samples of one catalogue metric for one scrape."""
+
+    __slots__ = ("spec", "samples")
+
+    def __init__(self, spec: MetricSpec) -> None:
+        self.spec = spec
+        # (sample-name suffix such as "_bucket" or "", rendered label block, value)
+        self.samples: list[tuple[str, str, float]] = []
+
+    def add(self, label_values: Sequence[str], value: float) -> None:
+        """Add one sample; `label_values` follow the order of `spec.labels`."""
+        if len(label_values) != len(self.spec.labels):
+            raise ValueError(f"{self.spec.name}: expected labels {self.spec.labels}, got {tuple(label_values)}")
+        self.samples.append(("", render_labels(zip(self.spec.labels, label_values, strict=True)), float(value)))
+
+    def add_rendered(self, suffix: str, label_block: str, value: float) -> None:
+        """Add a sample whose label block is already rendered (the engine re-export path)."""
+        self.samples.append((suffix, label_block, value))
+
+    def __repr__(self) -> str:
+        return f"Family({self.spec.name!r}, {len(self.samples)} samples)"
+
+
+def render(families: Iterable[Family]) -> str:
+    """The text exposition of `families`; empty families are left out entirely."""
+    out: list[str] = []
+    for family in families:
+        if not family.samples:
+            continue
+        spec = family.spec
+        help_text = spec.help.replace("\\", "\\\\").replace("\n", "\\n")
+        out.append(f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.type.value}\n")
+        name = spec.name
+        out.extend(f"{name}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
+    return "".join(out)
