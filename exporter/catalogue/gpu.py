@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from functools import partial
 
-from exporter.catalogue.spec import MetricSpec, gauge
+from exporter.catalogue.spec import MetricSpec, counter, gauge
 
 GPU = ("gpu", "uuid")  # NVML index and UUID (GPU-... or MIG-...)
 
 _g = partial(gauge, subsystem="gpu", role="node")
 
 GPU_INFO = _g("llm_gpu_info", "GPU identity, value 1.", (*GPU, "name", "driver_version", "mig_mode"))
-GPU_UP = _g("llm_gpu_up", "1 when NVML answers for this GPU, 0 when it is lost (fell off the bus).", GPU)
+GPU_UP = _g(
+    "llm_gpu_up",
+    "1 when NVML answers for this GPU, 0 when it cannot be read (lost: fell off the bus, needs a reset; or no "
+    "permission).",
+    GPU,
+)
 MEMORY_TOTAL = _g("llm_gpu_memory_total_bytes", "Total GPU memory.", GPU, unit="bytes")
 MEMORY_USED = _g("llm_gpu_memory_used_bytes", "GPU memory in use.", GPU, unit="bytes")
 MEMORY_RESERVED = _g(
@@ -42,6 +47,32 @@ UTILIZATION = _g(
 SM_OCCUPANCY = _g("llm_gpu_sm_occupancy_ratio", "SM occupancy (GPM, Hopper and newer).", GPU, unit="ratio")
 POWER = _g("llm_gpu_power_watts", "Power draw.", GPU, unit="watts")
 TEMPERATURE = _g("llm_gpu_temperature_celsius", "GPU core temperature.", GPU, unit="celsius")
+ENERGY = counter(
+    "llm_gpu_energy_joules_total",
+    "Energy consumed since the driver was loaded.",
+    GPU,
+    subsystem="gpu",
+    role="node",
+    unit="joules",
+)
+GPM_SUPPORTED = _g(
+    "llm_gpu_gpm_supported",
+    "1 when the GPU supports GPM (GPU performance monitoring, Hopper and newer) and so exports memory bandwidth "
+    "utilisation and SM occupancy; 0 when it does not.",
+    GPU,
+)
+FIELD_UNAVAILABLE = _g(
+    "llm_gpu_field_unavailable",
+    "1 for each GPU reading that NVML could not give in this scrape, by field and reason (not_supported, "
+    "function_not_found, no_permission, error); that field's series is absent, never a fake 0.",
+    (*GPU, "field", "reason"),
+)
+MIG_INFO = _g(
+    "llm_gpu_mig_info",
+    "A MIG instance (uuid MIG-...) of the physical GPU parent_uuid, value 1. MIG instances carry their parent's "
+    "gpu index and are not whole GPUs: select whole GPUs with `and on(uuid) llm_gpu_info`.",
+    (*GPU, "parent_uuid", "gpu_instance_id", "compute_instance_id"),
+)
 POD_INFO = _g(
     "llm_gpu_pod_info", "The pod container a GPU is assigned to, value 1.", (*GPU, "namespace", "pod", "container")
 )
@@ -59,5 +90,9 @@ METRICS: tuple[MetricSpec, ...] = (
     SM_OCCUPANCY,
     POWER,
     TEMPERATURE,
+    ENERGY,
+    GPM_SUPPORTED,
+    FIELD_UNAVAILABLE,
+    MIG_INFO,
     POD_INFO,
 )

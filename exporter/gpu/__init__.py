@@ -1,0 +1,1 @@
+"""GPU readings through NVML (memory, bandwidth, utilisation, MIG) and GPU-to-pod attribution."""

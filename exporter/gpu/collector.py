@@ -1,0 +1,124 @@
+"""The GPU collector (NVML, every GPU of the node) and its wiring with pod attribution.
+
+No NVML on this machine (a CPU node, a laptop, no driver yet): `collect` raises `CollectorUnavailable`, so
+`llm_exporter_collector_success{collector="gpu"}` is 0 and the rest of the exporter works. Loading is
+retried at most once per `INIT_RETRY_SECONDS`: a containerised driver can come up after the exporter.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from exporter.collect import Collector, CollectorUnavailable
+from exporter.config import Gpu
+from exporter.exposition import Family
+from exporter.gpu import render
+from exporter.gpu.gpm import GpmSampler
+from exporter.gpu.readings import GpuReader
+from exporter.sources.nvml import Nvml, NvmlError
+
+log = logging.getLogger(__name__)
+
+INIT_RETRY_SECONDS = 60.0
+
+
+class GpuCollector:
+    name = "gpu"
+
+    def __init__(
+        self,
+        nvml: Nvml,
+        *,
+        required: bool = False,
+        sampler: GpmSampler | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._nvml = nvml
+        self._required = required  # gpu.enabled: true: a missing NVML is an error, not a fact of the machine
+        self._clock = clock
+        self._sampler = sampler or GpmSampler(nvml)
+        self._reader = GpuReader(nvml, self._sampler)
+        self._lock = threading.Lock()  # concurrent scrapes share the GPM sample pairs
+        self._initialised = False
+        self._init_error = ""
+        self._next_attempt = 0.0
+        self._driver_version = ""
+        self._devices: dict[str, str] = {}
+
+    def start(self) -> None:
+        """Load NVML and take the first GPM samples, so that the first scrape already has rates."""
+        if not self._ensure():
+            return
+        try:
+            self.collect()
+        except NvmlError as exc:
+            log.warning("first GPU reading failed: %s", exc)
+
+    def collect(self) -> Iterable[Family]:
+        if not self._ensure():
+            raise CollectorUnavailable(self._init_error)
+        with self._lock:
+            readings = self._reader.read_all()
+        devices = {r.uuid: r.gpu for r in readings if r.uuid}
+        devices.update((m.uuid, m.gpu) for r in readings for m in r.migs)
+        self._devices = devices  # replaced whole: readers in other threads see one scrape or the next
+        return render.families(readings, self._driver_version)
+
+    def devices(self) -> dict[str, str]:
+        """UUID (GPU-… and MIG-…) → NVML index of the GPU, as of the last scrape."""
+        return self._devices
+
+    def close(self) -> None:
+        with self._lock:
+            self._sampler.close()
+            if self._initialised:
+                self._initialised = False
+                try:
+                    self._nvml.shutdown()
+                except NvmlError as exc:
+                    log.warning("NVML shutdown failed: %s", exc)
+
+    def _ensure(self) -> bool:
+        with self._lock:
+            if self._initialised:
+                return True
+            now = self._clock()
+            if now < self._next_attempt:
+                return False
+            self._next_attempt = now + INIT_RETRY_SECONDS
+            try:
+                self._nvml.init()
+                self._driver_version = self._nvml.driver_version()
+            except NvmlError as exc:
+                self._init_error = f"NVML not available: {exc}"
+                level = logging.ERROR if self._required else logging.INFO
+                log.log(
+                    level,
+                    "%s (gpu.enabled=%s; next try in %.0fs)",
+                    self._init_error,
+                    "true" if self._required else "auto",
+                    INIT_RETRY_SECONDS,
+                )
+                return False
+            self._initialised = True
+            return True
+
+
+def build_gpu_collectors(config: Gpu) -> list[Collector]:
+    """The node role's GPU collectors: NVML readings, and pod attribution from the kubelet."""
+    if config.enabled == "false":
+        return []
+    from exporter.gpu.pods import GpuPodsCollector  # noqa: PLC0415 - keeps grpc off the import path of `gpu`
+    from exporter.sources.nvml import PynvmlSource  # noqa: PLC0415
+    from exporter.sources.podresources import PodResourcesClient  # noqa: PLC0415
+
+    gpu = GpuCollector(PynvmlSource(), required=config.enabled == "true")
+    pods = GpuPodsCollector(
+        PodResourcesClient(config.pod_resources_socket),
+        devices=gpu.devices,
+        refresh_seconds=config.pod_resources_refresh_seconds,
+    )
+    return [gpu, pods]

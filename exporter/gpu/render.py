@@ -1,0 +1,48 @@
+"""GPU readings → metric families (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from exporter.catalogue import gpu as cat
+from exporter.exposition import Family
+from exporter.gpu.fields import SPECS, Field
+from exporter.gpu.readings import DeviceReading, MigReading
+from exporter.sources.nvml import NvmlErrorKind
+
+
+def families(readings: Sequence[DeviceReading], driver_version: str) -> list[Family]:
+    """The GPU families of one scrape, in catalogue order; each family lists devices in NVML index order."""
+    info, up, gpm = Family(cat.GPU_INFO), Family(cat.GPU_UP), Family(cat.GPM_SUPPORTED)
+    mig_info, unavailable = Family(cat.MIG_INFO), Family(cat.FIELD_UNAVAILABLE)
+    by_field = {f: Family(spec) for f, spec in SPECS.items()}
+    for r in readings:
+        key = (r.gpu, r.uuid)
+        up.add(key, 1.0 if r.up else 0.0)
+        if r.up:
+            info.add((*key, r.name, driver_version, r.mig_mode), 1.0)
+        if r.gpm_supported is not None:
+            gpm.add(key, 1.0 if r.gpm_supported else 0.0)
+        _values(by_field, unavailable, key, r.values, r.errors)
+        for m in r.migs:
+            _mig(m, by_field, mig_info, unavailable)
+    return [info, up, *by_field.values(), gpm, mig_info, unavailable]
+
+
+def _mig(m: MigReading, by_field: dict[Field, Family], mig_info: Family, unavailable: Family) -> None:
+    key = (m.gpu, m.uuid)
+    mig_info.add((*key, m.parent_uuid, str(m.gpu_instance_id), str(m.compute_instance_id)), 1.0)
+    _values(by_field, unavailable, key, m.values, m.errors)
+
+
+def _values(
+    by_field: dict[Field, Family],
+    unavailable: Family,
+    key: tuple[str, str],
+    values: dict[Field, float],
+    errors: dict[Field, NvmlErrorKind],
+) -> None:
+    for f, value in values.items():
+        by_field[f].add(key, value)
+    for f, reason in errors.items():
+        unavailable.add((*key, f.value, reason.value), 1.0)
