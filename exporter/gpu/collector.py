@@ -39,7 +39,7 @@ class GpuCollector:
         self._nvml = nvml
         self._required = required  # gpu.enabled: true: a missing NVML is an error, not a fact of the machine
         self._clock = clock
-        self._sampler = sampler or GpmSampler(nvml)
+        self._sampler = sampler if sampler is not None else GpmSampler(nvml)
         self._reader = GpuReader(nvml, self._sampler)
         self._lock = threading.Lock()  # concurrent scrapes share the GPM sample pairs
         self._initialised = False

@@ -106,12 +106,16 @@ class GpuReader:
         _field(out, (Field.TEMPERATURE,), lambda: {Field.TEMPERATURE: float(_temperature(nvml, handle))})
         _field(out, (Field.ENERGY,), lambda: {Field.ENERGY: nvml.energy_millijoules(handle) / 1000.0})
         out[Field.BANDWIDTH_MAX] = static.peak_bandwidth
-        reading.gpm_supported = static.gpm_supported if isinstance(static.gpm_supported, bool) else None
-        if static.gpm_supported is True:
+        gpm = static.gpm_supported
+        # a driver without the GPM functions cannot offer GPM on any GPU: that is a clear "no"
+        if isinstance(gpm, bool):
+            reading.gpm_supported = gpm
+        elif gpm is NvmlErrorKind.FUNCTION_NOT_FOUND:
+            reading.gpm_supported = False
+        if gpm is True:
             _field(out, GPM_FIELDS, lambda: self._sampler.read(uuid, lambda s: nvml.gpm_sample_get(handle, s)))
         else:
-            reason = NvmlErrorKind.NOT_SUPPORTED if static.gpm_supported is False else static.gpm_supported
-            out.update(dict.fromkeys(GPM_FIELDS, reason))
+            out.update(dict.fromkeys(GPM_FIELDS, NvmlErrorKind.NOT_SUPPORTED if gpm is False else gpm))
         reading.mig_mode = self._mig_mode(handle)
         if reading.mig_mode == "enabled":
             reading.migs = self._read_migs(gpu, uuid, handle)
@@ -128,8 +132,6 @@ class GpuReader:
             lambda: peak_bytes_per_second(nvml.max_memory_clock_mhz(handle), nvml.memory_bus_width_bits(handle))
         )
         gpm = _guard(lambda: nvml.gpm_supported(handle))
-        if gpm is NvmlErrorKind.FUNCTION_NOT_FOUND:
-            gpm = False  # a driver without GPM cannot offer it on any GPU
         static = _Static(name if isinstance(name, str) else "", peak, gpm)
         if all(not isinstance(v, NvmlErrorKind) or v in _STABLE for v in (name, peak, gpm)):
             self._static[uuid] = static

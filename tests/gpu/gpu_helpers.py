@@ -1,0 +1,48 @@
+"""Shared helpers of the GPU tests: fake clock, golden files, the two-GPU fake node."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fake_nvml import FakeGpu, FakeNvml
+
+from exporter.gpu.collector import GpuCollector
+from exporter.gpu.gpm import GpmSampler
+
+GOLDEN = Path(__file__).parent / "golden"
+
+UUID0 = "GPU-11111111-2222-3333-4444-000000000000"
+UUID1 = "GPU-11111111-2222-3333-4444-000000000001"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def make_collector(nvml: FakeNvml, clock: Clock, *, required: bool = False) -> GpuCollector:
+    return GpuCollector(nvml, required=required, sampler=GpmSampler(nvml, clock=clock), clock=clock)
+
+
+def two_gpus() -> list[FakeGpu]:
+    a100 = FakeGpu(UUID1, name="NVIDIA A100-SXM4-80GB", mem_clock_mhz=1593, gpm=False, temperature=55, power_mw=90_000)
+    return [FakeGpu(UUID0), a100]
+
+
+def read_golden(name: str) -> str:
+    return (GOLDEN / name).read_text()
+
+
+def assert_golden(name: str, text: str) -> None:
+    """`text` equals golden/<name>; UPDATE_GOLDEN=1 rewrites the file instead (review the diff)."""
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert text == path.read_text()
