@@ -1,0 +1,63 @@
+"""The GPU collector through the real nvidia-ml-py bindings, against a stub libnvidia-ml.so.1 built from C.
+
+Each scenario runs in a child process: the library is found through LD_LIBRARY_PATH, which the dynamic
+loader reads once at process start. The stub serves GPUs of two generations (GPM and not), a GPU in MIG
+mode, a GPU that falls off the bus between two scrapes, and — built as an older driver — missing functions.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import stub_nvml_build
+from gpu_helpers import assert_golden
+
+SCENARIO = Path(__file__).parent / "stub_scenario.py"
+
+
+@pytest.fixture(scope="module")
+def stub_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return stub_nvml_build.build(tmp_path_factory.mktemp("stub_nvml"))
+
+
+def run_scenario(name: str, lib_dir: Path | None, **stub: str) -> dict[str, str]:
+    """{section: exposition text} printed by the child process."""
+    done = subprocess.run(
+        [sys.executable, str(SCENARIO), name],
+        env=stub_nvml_build.env_for(lib_dir, **stub),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    sections: dict[str, str] = {}
+    for chunk in done.stdout.split("--- ")[1:]:
+        title, _, body = chunk.partition("\n")
+        sections[title] = body
+    return sections
+
+
+def test_current_driver_two_generations_mig_and_a_lost_gpu(stub_libs: dict[str, Path], tmp_path: Path) -> None:
+    # GPU 0: H100 (GPM), GPU 1: A100 (no GPM), GPU 2: H100 in MIG mode; then GPU 1 falls off the bus
+    out = run_scenario("full", stub_libs["full"], gpus="3", no_gpm="1", mig="2", lost_file=str(tmp_path / "lost"))
+    assert list(out) == ["full", "full_lost"]
+    assert_golden("stub_full.prom", out["full"])
+    assert_golden("stub_full_lost.prom", out["full_lost"])
+    before, after = set(out["full"].splitlines()), set(out["full_lost"].splitlines())
+    gpu1 = 'gpu="1",uuid="GPU-5f8a0c3e-0000-4000-8000-000000000001"'
+    assert {line for line in before ^ after if gpu1 not in line} == set()  # only GPU 1 changed
+
+
+def test_older_driver_without_v2_memory_temperature_v_and_gpm(stub_libs: dict[str, Path]) -> None:
+    out = run_scenario("old_driver", stub_libs["old"], gpus="2")
+    assert_golden("stub_old_driver.prom", out["old_driver"])
+
+
+def test_no_nvml_library_reports_the_collector_unavailable(stub_libs: dict[str, Path]) -> None:
+    out = run_scenario("no_nvml", None)
+    assert out["no_nvml"].splitlines()[-1] == 'llm_exporter_collector_success{collector="gpu"} 0'
+    assert "llm_gpu_" not in out["no_nvml"]
