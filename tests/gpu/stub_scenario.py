@@ -10,11 +10,12 @@ import time
 from exporter.collect import CollectorSet
 from exporter.config import Gpu
 from exporter.exposition import render
-from exporter.gpu.collector import build_gpu_collectors
+from exporter.gpu.collector import GpuCollector, build_gpu_collectors
 
 
 def main(scenario: str) -> None:
     gpu, _pods = build_gpu_collectors(Gpu(enabled="auto", pod_resources_socket="/nonexistent/kubelet.sock"))
+    assert isinstance(gpu, GpuCollector)
     if scenario == "no_nvml":
         out = render(CollectorSet([gpu]).collect())
         print("--- no_nvml")

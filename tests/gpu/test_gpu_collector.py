@@ -11,21 +11,21 @@ from gpu_helpers import UUID0, UUID1, Clock, assert_golden, make_collector, read
 from exporter.collect import CollectorSet, CollectorUnavailable
 from exporter.config import Gpu
 from exporter.exposition import render
-from exporter.gpu.collector import INIT_RETRY_SECONDS, build_gpu_collectors
+from exporter.gpu.collector import INIT_RETRY_SECONDS, GpuCollector, build_gpu_collectors
 from exporter.sources.nvml import NvmlErrorKind
 
 HEALTHY = read_golden("fake_two_gpus.prom")  # hand-checked: see the values in conftest.two_gpus
 
 
-def scrape(collector: object) -> str:
-    return render(collector.collect())  # type: ignore[attr-defined]
+def scrape(collector: GpuCollector) -> str:
+    return render(collector.collect())
 
 
 def lines(text: str) -> set[str]:
     return {line for line in text.splitlines() if not line.startswith("#")}
 
 
-def primed(nvml: FakeNvml, clock: Clock) -> object:
+def primed(nvml: FakeNvml, clock: Clock) -> GpuCollector:
     collector = make_collector(nvml, clock)
     collector.start()  # first GPM sample
     clock.advance(15)

@@ -7,6 +7,8 @@
  *   STUB_NVML_NO_GPM     comma-separated indices of pre-Hopper GPUs (A100: no GPM, other clocks)
  *   STUB_NVML_MIG        index of a GPU in MIG mode: instances in slots 0 and 2 (slot 1 empty)
  *   STUB_NVML_LOST_FILE  a file holding the index of a GPU that has fallen off the bus (read at every call)
+ *   STUB_NVML_GPM_MIN_INTERVAL_NS  shortest accepted GPM sample interval (default 100 ms, as NVML; benchmarks
+ *                        lower it to time the GPM path at every call)
  * Built with -DSTUB_OLD_DRIVER it lacks the functions older drivers lack: nvmlDeviceGetMemoryInfo_v2,
  * nvmlDeviceGetTemperatureV and the GPM API.
  */
@@ -37,6 +39,7 @@ static device_t migs[MAX_GPUS][2];
 static int n_gpus, initialised, mig_index = -1;
 static int no_gpm[MAX_GPUS];
 static const char *lost_file;
+static long long gpm_min_interval_ns = 100000000LL;
 
 static int lost(const device_t *d) {
     if (!lost_file) return 0;
@@ -65,6 +68,8 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
         if (i >= 0 && i < MAX_GPUS) no_gpm[i] = 1;
     }
     lost_file = getenv("STUB_NVML_LOST_FILE");
+    const char *gpm_min = getenv("STUB_NVML_GPM_MIN_INTERVAL_NS");
+    gpm_min_interval_ns = gpm_min ? atoll(gpm_min) : 100000000LL;
     for (int i = 0; i < n_gpus; i++) {
         gpus[i] = (device_t){i, 0, 0};
         migs[i][0] = (device_t){i, 1, 1};
@@ -289,7 +294,7 @@ nvmlReturn_t nvmlGpmMetricsGet(gpm_metrics_get_t *mg) {
     if (mg->version != 1) return ARGUMENT_VERSION_MISMATCH;
     const gpm_sample_t *a = mg->sample1, *b = mg->sample2;
     if (!a || !b || !a->device || a->device != b->device) return INVALID_ARGUMENT;
-    if (b->taken_ns - a->taken_ns < 100000000LL) return INVALID_ARGUMENT; /* samples must be >100 ms apart */
+    if (b->taken_ns - a->taken_ns < gpm_min_interval_ns) return INVALID_ARGUMENT; /* >100 ms apart */
     if (lost(a->device)) return GPU_IS_LOST;
     const device_t *d = a->device;
     for (unsigned int i = 0; i < mg->numMetrics && i < 477; i++) {
