@@ -1,0 +1,291 @@
+# ruff: noqa: N999 - grafanalib's loader convention: a `dashboard` variable in a *.dashboard.py file
+"""The one shared link: the story of one request, from the user's wait down to the GPU and its placement.
+
+Read top to bottom: users (are they waiting?), queue (why?), engine (prefill or decode bound, cache
+pressure), GPU (memory, bandwidth), placement (can another replica be scheduled?), telemetry health (can
+these panels be trusted?). Regenerate with `python -m exporter.bundle`.
+"""
+
+from __future__ import annotations
+
+from dashboards.lib import ENGINE, NODE, SOURCE, Query, Row, quantile, rate, selector, stat, table, timeseries
+from dashboards.lib import dashboard as build_dashboard
+
+UID = "llm-inference-overview"
+BY_MODEL = ("namespace", "model")
+
+
+def _latency(metric: str, qs: tuple[float, ...]) -> list[Query]:
+    legend = "{{namespace}}/{{model}}"
+    return [Query(quantile(q, metric, ENGINE, BY_MODEL), f"p{round(q * 100)} {legend}") for q in qs]
+
+
+users = Row(
+    "Users: is anyone waiting?",
+    [
+        timeseries(
+            "Time to first token",
+            _latency("llm_time_to_first_token_seconds", (0.5, 0.95, 0.99)),
+            unit="s",
+            width=12,
+            description="How long users wait for the first token (p50/p95/p99 per model). A rising p99 with a flat "
+            "p50 is queueing: check Requests waiting and Queue time below, then add replicas. A rising p50 too "
+            "means slow prefill: long prompts or a saturated GPU.",
+        ),
+        timeseries(
+            "Inter-token latency p99",
+            _latency("llm_inter_token_latency_seconds", (0.99,)),
+            unit="s",
+            width=6,
+            description="Gap between streamed tokens (p99): the typing speed users see. High values mean decode is "
+            "starved: too many concurrent sequences for the memory bandwidth, or preemptions. Check KV cache usage "
+            "and memory bandwidth below.",
+        ),
+        timeseries(
+            "End-to-end request latency",
+            _latency("llm_request_duration_seconds", (0.5, 0.99)),
+            unit="s",
+            width=6,
+            description="Arrival to last token (p50/p99). Grows with output length as well as load: compare with "
+            "TTFT and ITL to see which phase grew before acting.",
+        ),
+    ],
+)
+
+queue = Row(
+    "Queue: why are they waiting?",
+    [
+        timeseries(
+            "Requests waiting and running",
+            [
+                Query(f"sum by (namespace, model) ({selector('llm_requests_waiting', ENGINE)})",
+                      "waiting {{namespace}}/{{model}}"),
+                Query(f"sum by (namespace, model) ({selector('llm_requests_running', ENGINE)})",
+                      "running {{namespace}}/{{model}}"),
+            ],
+            unit="short",
+            width=12,
+            description="Requests queued versus being processed. Any sustained waiting means users wait whatever "
+            "the GPU utilisation says: scale out, or raise max-num-seqs if the KV cache has room.",
+        ),
+        timeseries(
+            "Queue time p99",
+            _latency("llm_request_queue_time_seconds", (0.99,)),
+            unit="s",
+            width=6,
+            description="Time requests spent queued before the engine scheduled them (p99). When this is most of "
+            "TTFT the fix is capacity (replicas, or routing away from hot pods), not a faster GPU.",
+        ),
+        timeseries(
+            "Finished requests by reason",
+            [Query(f"sum by (finished_reason) ({rate('llm_requests_finished_total', ENGINE)})", "{{finished_reason}}")],
+            unit="reqps",
+            width=6,
+            stacked=True,
+            description="Completed requests per second by finish reason. A growing share of 'abort' means clients "
+            "give up (timeouts): look at TTFT; 'length' means outputs hit max_tokens.",
+        ),
+    ],
+)
+
+engine = Row(
+    "Engine: prefill, decode and the KV cache",
+    [
+        timeseries(
+            "Prefill vs decode time p99",
+            [
+                Query(quantile(0.99, "llm_request_prefill_time_seconds", ENGINE, BY_MODEL),
+                      "prefill {{namespace}}/{{model}}"),
+                Query(quantile(0.99, "llm_request_decode_time_seconds", ENGINE, BY_MODEL),
+                      "decode {{namespace}}/{{model}}"),
+            ],
+            unit="s",
+            description="Time per request spent processing the prompt versus generating tokens (p99). Prefill-bound "
+            "(long prompts): consider chunked prefill or prefix caching; decode-bound: fewer concurrent sequences "
+            "per GPU or more replicas.",
+        ),
+        timeseries(
+            "Prompt vs completion tokens",
+            [
+                Query(f"sum by (namespace, model) ({rate('llm_prompt_tokens_total', ENGINE)})",
+                      "prompt {{namespace}}/{{model}}"),
+                Query(f"sum by (namespace, model) ({rate('llm_generation_tokens_total', ENGINE)})",
+                      "completion {{namespace}}/{{model}}"),
+            ],
+            unit="suffix:tok/s",
+            description="Token throughput: prompt tokens prefilled and completion tokens generated per second. A "
+            "drop while requests wait means the engine is stalled (preemptions, GPU trouble); compare with the GPU "
+            "row.",
+        ),
+        timeseries(
+            "KV cache usage",
+            [Query(f"max by (namespace, pod, model) ({selector('llm_kv_cache_usage_ratio', ENGINE)})",
+                   "{{namespace}}/{{pod}} {{model}}")],
+            unit="percentunit",
+            max_value=1,
+            description="Fraction of the KV cache in use per engine. Near 100% new requests queue and running ones "
+            "get preempted: add replicas, shorten max-model-len, or raise gpu-memory-utilization.",
+        ),
+        timeseries(
+            "Preemptions",
+            [Query(f"sum by (namespace, pod, model) ({rate('llm_preemptions_total', ENGINE)})",
+                   "{{namespace}}/{{pod}} {{model}}")],
+            unit="ops",
+            description="Requests evicted from the KV cache and recomputed later, per second. Any steady rate wastes "
+            "GPU time and inflates ITL: the KV cache is too small for the concurrency; see KV cache usage.",
+        ),
+        timeseries(
+            "Prefix cache hit ratio",
+            [Query(
+                f"sum by (namespace, model) ({rate('llm_prefix_cache_hits_total', ENGINE)}) / "
+                f"sum by (namespace, model) ({rate('llm_prefix_cache_queries_total', ENGINE)})",
+                "{{namespace}}/{{model}}",
+            )],
+            unit="percentunit",
+            max_value=1,
+            description="Share of prompt lookups served from the prefix cache. A drop after a deploy or routing "
+            "change means shared prefixes no longer land on the same pod: check prefix-aware routing. Empty when "
+            "there were no lookups.",
+        ),
+    ],
+)
+
+gpu = Row(
+    "GPU: memory, bandwidth, utilisation",
+    [
+        timeseries(
+            "GPU memory used and total",
+            [
+                Query(selector("llm_gpu_memory_used_bytes", NODE), "used {{node}} gpu {{gpu}}"),
+                Query(selector("llm_gpu_memory_total_bytes", NODE), "total {{node}} gpu {{gpu}}"),
+            ],
+            unit="bytes",
+            description="GPU memory in use against the total. vLLM preallocates gpu-memory-utilization (0.9 by "
+            "default) at start, so ~90% is normal; close to 100% risks out-of-memory on CUDA graph capture or "
+            "other processes on the GPU.",
+        ),
+        timeseries(
+            "Memory bandwidth used vs peak",
+            [
+                Query(
+                    f"{selector('llm_gpu_memory_bandwidth_utilization_ratio', NODE)} * "
+                    f"{selector('llm_gpu_memory_bandwidth_max_bytes_per_second', NODE)}",
+                    "used {{node}} gpu {{gpu}}",
+                ),
+                Query(selector("llm_gpu_memory_bandwidth_max_bytes_per_second", NODE), "peak {{node}} gpu {{gpu}}"),
+            ],
+            unit="Bps",
+            description="DRAM bandwidth used against the theoretical peak (Hopper and newer). Decode is "
+            "bandwidth-bound: near the peak, more concurrency will not raise token throughput; add GPUs instead.",
+        ),
+        timeseries(
+            "GPU utilisation",
+            [Query(selector("llm_gpu_utilization_ratio", NODE), "{{node}} gpu {{gpu}}")],
+            unit="percentunit",
+            max_value=1,
+            description="Fraction of time a kernel ran. 100% does not mean saturated (one tiny kernel counts): judge "
+            "load by the queue and memory bandwidth, and treat a drop to 0 while requests wait as a stuck engine.",
+        ),
+        table(
+            "Pod per GPU",
+            [Query(selector("llm_gpu_pod_info", NODE))],
+            unit="none",
+            width=24,
+            description="Which pod and container holds each GPU (from the kubelet). A GPU with no row is idle "
+            "capacity; a pod missing here while it requests GPUs means the pod-resources socket is not mounted.",
+        ),
+    ],
+)
+
+placement = Row(
+    "Placement: can another replica be scheduled?",
+    [
+        timeseries(
+            "Free GPUs per node",
+            [Query(selector("llm_node_gpus_free", NODE), "{{node}} {{resource}}")],
+            unit="short",
+            description="Free GPUs on each node. Many nodes with one or two free is fragmentation: a replica that "
+            "needs more GPUs than the largest free block stays Pending. Drain or bin-pack small pods.",
+        ),
+        stat(
+            "Free GPUs vs largest free block",
+            [
+                Query("sum by (resource) (llm_cluster_gpus_free)", "free {{resource}}"),
+                Query("max by (resource) (llm_cluster_gpus_largest_free_block)", "largest block {{resource}}"),
+            ],
+            unit="short",
+            width=8,
+            description="Free GPUs in the cluster and the biggest request that fits on one node now. Free well above "
+            "the largest block means capacity exists but is fragmented across nodes.",
+        ),
+        timeseries(
+            "Pending GPU pods by reason",
+            [Query("count by (resource, reason) (llm_pending_pod_gpus_requested)", "{{reason}} {{resource}}")],
+            unit="short",
+            stacked=True,
+            description="Unschedulable GPU pods by why: fragmented (free GPUs exist but not on one node), "
+            "insufficient, constrained (no eligible node), fits (waits on something else). Empty when nothing is "
+            "pending; see the runbook for each reason.",
+        ),
+    ],
+)
+
+health = Row(
+    "Telemetry health: can these panels be trusted?",
+    [
+        timeseries(
+            "Engines up",
+            [
+                Query(f"sum by (namespace) ({selector('llm_engine_up', SOURCE)})", "up {{namespace}}"),
+                Query(f"count by (namespace) ({selector('llm_engine_up', SOURCE)})", "targets {{namespace}}"),
+            ],
+            unit="short",
+            description="Engine targets the exporter scraped successfully, against all targets. A gap means an "
+            "engine's /metrics is unreachable: its panels above go blank for that pod. See llm_engine_scrape_error "
+            "for the reason.",
+        ),
+        table(
+            "Engine versions",
+            [Query(f"count by (engine, version, version_source) ({selector('llm_engine_info', SOURCE)})")],
+            unit="short",
+            width=8,
+            description="Engine releases running, with how the version was learnt. Mixed versions during a rollout "
+            "are expected; a version_source of 'unknown' means the mapping may be guessing: check missing series.",
+        ),
+        timeseries(
+            "Missing canonical series",
+            [Query(
+                f"sum by (namespace, pod, version) (1 - {selector('llm_metric_present', SOURCE)})",
+                "{{namespace}}/{{pod}} {{version}}",
+            )],
+            unit="short",
+            description="Canonical series the running engine version should expose but does not: the silent-rename "
+            "alarm. Above 0, some panels here (and autoscalers on those names) read nothing; see the runbook "
+            "entry LLMMetricMissing.",
+        ),
+        timeseries(
+            "Unmapped engine metrics",
+            [Query(f"sum by (namespace, pod) ({selector('llm_engine_unmapped_metrics', SOURCE)})",
+                   "{{namespace}}/{{pod}}")],
+            unit="short",
+            description="Engine metric families no known release exposes: early warning of a new rename. A jump "
+            "after an engine upgrade means the exporter needs a mapping update before a series goes missing.",
+        ),
+        timeseries(
+            "Exporter collectors succeeding",
+            [Query("min by (instance, collector) (llm_exporter_collector_success)", "{{instance}} {{collector}}")],
+            unit="short",
+            max_value=1,
+            description="1 when each exporter collector's last run succeeded. A 0 means that part of the view is "
+            "stale or missing: read the exporter logs for the collector named here.",
+        ),
+    ],
+)
+
+dashboard = build_dashboard(
+    title="LLM inference: overview",
+    uid=UID,
+    description="Is anyone waiting on LLM inference, and why: users, queue, engine, GPU, placement, telemetry.",
+    rows=[users, queue, engine, gpu, placement, health],
+    tags=["llm-inference-exporter", "llm", "vllm", "gpu"],
+)
