@@ -218,3 +218,9 @@ def test_pods_collector_close_stops_its_thread(clock: Clock) -> None:
     collector.close()
     assert lister.closed
     assert not [t for t in threading.enumerate() if t.name == "gpu-pod-resources"]
+
+
+def test_generated_podresources_module_matches_its_proto() -> None:
+    from exporter.sources._generated import regenerate  # noqa: PLC0415 - needs grpcio-tools (dev)
+
+    assert regenerate.main(["--check"]) == 0
