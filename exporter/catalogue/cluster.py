@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from functools import partial
 
-from exporter.catalogue.spec import MetricSpec, gauge
+from exporter.catalogue.spec import MetricSpec, counter, gauge
 
 NODE_RESOURCE = ("node", "resource")
 
 _g = partial(gauge, subsystem="cluster", role="cluster")
+_c = partial(counter, subsystem="cluster", role="cluster")
 
 NODE_ALLOCATABLE = _g("llm_node_gpus_allocatable", "GPUs (or slices, shares, devices) the node offers.", NODE_RESOURCE)
 NODE_ALLOCATED = _g(
     "llm_node_gpus_allocated", "GPUs requested by the pods bound to the node that have not finished.", NODE_RESOURCE
 )
 NODE_FREE = _g("llm_node_gpus_free", "Allocatable minus allocated.", NODE_RESOURCE)
-NODE_SCHEDULABLE = _g("llm_node_schedulable", "1 when the node is Ready and not cordoned.", ("node",))
+NODE_SCHEDULABLE = _g(
+    "llm_node_schedulable",
+    "1 when the node is Ready and not cordoned (nodes that offer or hold a GPU resource).",
+    ("node",),
+)
 CLUSTER_FREE = _g("llm_cluster_gpus_free", "Free GPUs summed over schedulable nodes.", ("resource",))
 CLUSTER_LARGEST_FREE_BLOCK = _g(
     "llm_cluster_gpus_largest_free_block",
@@ -34,6 +39,34 @@ LAST_SYNC = _g(
     (),
     unit="seconds",
 )
+CLUSTER_PENDING_PODS = _g(
+    "llm_cluster_pending_pods",
+    "Unschedulable GPU pods by resource and reason, all of them (llm_pending_pod_gpus_requested is bounded).",
+    ("resource", "reason"),
+)
+PENDING_TRUNCATED = _g(
+    "llm_pending_pods_truncated",
+    "Unschedulable GPU pod series left out of llm_pending_pod_gpus_requested by cluster.max_pending_pods.",
+    (),
+)
+KUBE_OBJECTS = _g(
+    "llm_kubernetes_objects", "Objects of the resource kept in the cluster view (after filtering).", ("resource",)
+)
+KUBE_RELISTS = _c(
+    "llm_kubernetes_relists_total",
+    "Full lists after the first one: the watch history was compacted (410 Gone) or a resync was due.",
+    ("resource",),
+)
+KUBE_WATCH_RESTARTS = _c(
+    "llm_kubernetes_watch_restarts_total",
+    "Watch streams that ended abnormally (dropped connection, error, 410 Gone) and were re-established.",
+    ("resource",),
+)
+KUBE_REQUEST_ERRORS = _c(
+    "llm_kubernetes_request_errors_total",
+    "Failed list or watch requests (connection refused, timeouts, error statuses) and unreadable objects.",
+    ("resource",),
+)
 
 METRICS: tuple[MetricSpec, ...] = (
     NODE_ALLOCATABLE,
@@ -44,4 +77,10 @@ METRICS: tuple[MetricSpec, ...] = (
     CLUSTER_LARGEST_FREE_BLOCK,
     PENDING_POD_GPUS_REQUESTED,
     LAST_SYNC,
+    CLUSTER_PENDING_PODS,
+    PENDING_TRUNCATED,
+    KUBE_OBJECTS,
+    KUBE_RELISTS,
+    KUBE_WATCH_RESTARTS,
+    KUBE_REQUEST_ERRORS,
 )

@@ -18,7 +18,7 @@ def node(
     taints: Sequence[Obj] = (),
     labels: Mapping[str, str] | None = None,
 ) -> Obj:
-    extended = {GPU: gpus} if isinstance(gpus, int) else dict(gpus)
+    extended = ({GPU: gpus} if gpus else {}) if isinstance(gpus, int) else dict(gpus)
     allocatable = {"cpu": "63900m", "memory": "503Gi", "pods": "110", **{k: str(v) for k, v in extended.items()}}
     spec: Obj = {"podCIDR": "10.0.0.0/24"}
     if unschedulable:

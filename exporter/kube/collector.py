@@ -1,0 +1,123 @@
+"""The cluster collector: reflectors for nodes, pods, ResourceSlices and ResourceClaims, and the view.
+
+The view is recomputed at a scrape only when a watch event changed something since the last one, and
+the families are cached in between. `ready()` turns true after the first full list of every resource;
+until then `collect()` raises `CollectorUnavailable` (the API server may be down at start), so
+`llm_exporter_collector_success{collector="cluster"}` says so. `llm_kubernetes_last_sync_timestamp_seconds`
+is the oldest confirmation among the watched resources: it stops advancing while the API server is away.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from exporter.collect import Collector, CollectorUnavailable
+from exporter.config import Cluster
+from exporter.exposition import Family
+from exporter.kube import render, transform
+from exporter.kube.view import compute
+from exporter.sources.kube import KubeConfigError, Reflector, connect
+
+# finished pods hold nothing: let the API server filter them (a pod that finishes arrives as DELETED)
+POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+class ClusterCollector:
+    name = "cluster"
+
+    def __init__(
+        self,
+        make_reflectors: Callable[[Callable[[], None]], Mapping[str, Reflector[Any]]],
+        *,
+        max_pending_pods: int,
+        class_to_resource: Callable[[str], str] = str,
+    ) -> None:
+        """`make_reflectors(on_event)`: nodes, pods and optionally resourceslices, resourceclaims."""
+        self._max_pending = max_pending_pods
+        self._class_to_resource = class_to_resource
+        self._lock = threading.Lock()
+        self._dirty = True
+        self._cached: list[Family] = []
+        self._reflectors = dict(make_reflectors(self.mark_dirty))
+
+    def mark_dirty(self) -> None:
+        """The reflectors' on_event: called from their threads, so only a flag."""
+        self._dirty = True
+
+    def start(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.start()
+
+    def close(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.stop()
+
+    def ready(self) -> bool:
+        return all(r.synced() for r in self._reflectors.values())
+
+    def collect(self) -> Iterable[Family]:
+        waiting = [name for name, r in self._reflectors.items() if not r.synced()]
+        if waiting:
+            raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
+        with self._lock:  # concurrent scrapes: one recompute
+            if self._dirty:
+                self._dirty = False  # before the snapshot: a change during it marks dirty again
+                items = {name: r.items() for name, r in self._reflectors.items()}
+                view = compute(
+                    items["nodes"],
+                    items["pods"],
+                    items.get("resourceslices"),
+                    items.get("resourceclaims"),
+                    self._class_to_resource,
+                )
+                self._cached = render.view_families(view, self._max_pending)
+            cached = self._cached
+        stats = {name: r.stats() for name, r in self._reflectors.items()}
+        stamps = [r.last_sync_timestamp() for r in self._reflectors.values()]
+        oldest = min((s for s in stamps if s is not None), default=None)
+        return [*cached, *render.sync_families(stats, oldest)]
+
+
+class _Unconfigured:
+    """No Kubernetes configuration at all: the cluster role has nothing to watch, and says why."""
+
+    name = "cluster"
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    def ready(self) -> bool:
+        return False
+
+    def collect(self) -> Iterable[Family]:
+        raise CollectorUnavailable(self._reason)
+
+
+def reflectors(api: Any, config: Cluster, on_event: Callable[[], None], **options: Any) -> dict[str, Reflector[Any]]:
+    common: dict[str, Any] = {
+        "on_event": on_event,
+        "page_size": config.page_size,
+        "resync_seconds": config.resync_seconds,
+        **options,
+    }
+    return {
+        "nodes": Reflector(api, "nodes", transform=transform.node_record, **common),
+        "pods": Reflector(api, "pods", transform=transform.pod_record, field_selector=POD_FIELD_SELECTOR, **common),
+        "resourceslices": Reflector(api, "resourceslices", transform=transform.slice_record, optional=True, **common),
+        "resourceclaims": Reflector(api, "resourceclaims", transform=transform.claim_record, optional=True, **common),
+    }
+
+
+def build_cluster_collectors(config: Cluster, kubeconfig: str | None, **options: Any) -> list[Collector]:
+    """The cluster role's collectors, not started; `options` tune the reflectors (tests: fast backoff)."""
+    try:
+        api = connect(kubeconfig)
+    except KubeConfigError as exc:
+        return [_Unconfigured(str(exc))]
+    return [
+        ClusterCollector(
+            lambda on_event: reflectors(api, config, on_event, **options), max_pending_pods=config.max_pending_pods
+        )
+    ]

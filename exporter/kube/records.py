@@ -1,0 +1,170 @@
+"""Compact per-object records: what the cluster computation needs of each node, pod, slice and claim.
+
+The reflectors keep these instead of whole objects (150,000 pods must fit in little memory): `__slots__`
+classes, node names and label keys interned, and the scheduling constraints of a pod interned so that
+the replicas of one workload share a single `Constraints` object.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from dataclasses import dataclass
+
+Pair = tuple[str, int]  # (resource name, count)
+
+# A toleration: (key, operator, value, effect); an empty key with Exists tolerates every taint.
+Toleration = tuple[str, str, str, str]
+Taint = tuple[str, str, str]  # (key, value, effect), NoSchedule/NoExecute only
+# A required node affinity requirement: (key, operator, values); `field` terms use key "metadata.name".
+Requirement = tuple[str, str, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """One nodeSelectorTerm: all its requirements must hold (terms of a pod are ORed)."""
+
+    expressions: tuple[Requirement, ...] = ()
+    fields: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class Constraints:
+    """Where a pod may go: nodeSelector, required node affinity (None: no requirement), tolerations."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity: tuple[AffinityTerm, ...] | None = None
+    tolerations: tuple[Toleration, ...] = ()
+
+
+NO_CONSTRAINTS = Constraints()
+_interned: weakref.WeakValueDictionary[Constraints, Constraints] = weakref.WeakValueDictionary()
+
+
+def intern_constraints(constraints: Constraints) -> Constraints:
+    if constraints == NO_CONSTRAINTS:
+        return NO_CONSTRAINTS
+    shared = _interned.get(constraints)
+    if shared is None:
+        _interned[constraints] = shared = constraints
+    return shared
+
+
+def intern(text: str) -> str:
+    return sys.intern(text)
+
+
+class NodeRecord:
+    __slots__ = ("allocatable", "cordoned", "labels", "name", "ready", "taints")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        ready: bool = True,
+        cordoned: bool = False,
+        labels: dict[str, str] | None = None,
+        taints: tuple[Taint, ...] = (),
+        allocatable: tuple[Pair, ...] = (),
+    ) -> None:
+        self.name = name
+        self.ready = ready
+        self.cordoned = cordoned
+        self.labels = labels or {}
+        self.taints = taints
+        self.allocatable = allocatable  # GPU resources only
+
+    @property
+    def schedulable(self) -> bool:
+        """DESIGN: Ready and not cordoned."""
+        return self.ready and not self.cordoned
+
+    def __repr__(self) -> str:
+        return f"NodeRecord({self.name!r}, ready={self.ready}, cordoned={self.cordoned}, {self.allocatable})"
+
+
+class PodRecord:
+    __slots__ = ("claims", "constraints", "gated", "name", "namespace", "node", "phase", "requests", "unschedulable")
+
+    def __init__(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        node: str = "",
+        phase: str = "Pending",
+        requests: tuple[Pair, ...] = (),
+        unschedulable: bool = False,
+        gated: bool = False,
+        constraints: Constraints = NO_CONSTRAINTS,
+        claims: tuple[str, ...] = (),
+    ) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.node = node  # "" while unbound
+        self.phase = phase
+        self.requests = requests  # effective GPU requests (scheduler rule), device-plugin resources
+        self.unschedulable = unschedulable  # PodScheduled=False, reason Unschedulable
+        self.gated = gated  # schedulingGates present: not a capacity question
+        self.constraints = constraints
+        self.claims = claims  # ResourceClaim names in the pod's namespace (DRA)
+
+    @property
+    def holds_resources(self) -> bool:
+        """Bound and not finished: its requests count against the node (Terminating pods still hold)."""
+        return bool(self.node) and self.phase not in ("Succeeded", "Failed")
+
+    @property
+    def waiting_for_placement(self) -> bool:
+        """An unschedulable pod the scheduler gave up on for now, not held back by scheduling gates."""
+        return not self.node and self.phase == "Pending" and self.unschedulable and not self.gated
+
+    def __repr__(self) -> str:
+        return f"PodRecord({self.namespace}/{self.name}, node={self.node!r}, {self.phase}, {self.requests})"
+
+
+class DeviceRecord:
+    __slots__ = ("counter_sets", "kind", "name")
+
+    def __init__(self, name: str, kind: str = "", counter_sets: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.kind = kind  # the `type` attribute (NVIDIA: gpu, mig, vfio), "" when the driver sets none
+        self.counter_sets = counter_sets  # shared counter sets it consumes (partitionable devices)
+
+
+class SliceRecord:
+    __slots__ = ("devices", "driver", "generation", "node", "pool", "slice_count")
+
+    def __init__(
+        self,
+        driver: str,
+        pool: str,
+        *,
+        node: str,
+        generation: int = 0,
+        slice_count: int = 1,
+        devices: tuple[DeviceRecord, ...] = (),
+    ) -> None:
+        self.driver = driver
+        self.pool = pool
+        self.node = node
+        self.generation = generation
+        self.slice_count = slice_count
+        self.devices = devices
+
+
+class ClaimRecord:
+    __slots__ = ("allocated", "name", "namespace", "requests")
+
+    def __init__(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        requests: tuple[Pair, ...] = (),
+        allocated: tuple[tuple[str, str, str], ...] = (),
+    ) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.requests = requests  # (device class, count) of ExactCount requests
+        self.allocated = allocated  # (driver, pool, device) results that consume a device

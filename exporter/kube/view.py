@@ -1,0 +1,38 @@
+"""One computation of the cluster view from the reflectors' records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from exporter.kube.capacity import Usage, cluster_free, node_usage
+from exporter.kube.dra import dra_capacity
+from exporter.kube.pending import PendingPod, pending_pods
+from exporter.kube.records import ClaimRecord, NodeRecord, PodRecord, SliceRecord
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    usage: list[Usage]  # per (node, resource), sorted
+    schedulable: dict[str, bool]  # nodes that offer or hold a GPU resource
+    free: dict[str, tuple[int, int]]  # resource → (free on schedulable nodes, largest free block)
+    pending: list[PendingPod]  # sorted by reason, namespace, pod, resource
+
+
+def compute(
+    nodes: Mapping[str, NodeRecord],
+    pods: Mapping[str, PodRecord],
+    slices: Mapping[str, SliceRecord] | None = None,
+    claims: Mapping[str, ClaimRecord] | None = None,
+    class_to_resource: Callable[[str], str] = str,
+) -> ClusterView:
+    """`nodes` keyed by name, the others by reflector key ("namespace/name" for pods and claims)."""
+    dra = dra_capacity((slices or {}).values(), (claims or {}).values())
+    usage = node_usage(nodes, pods.values(), dra)
+    schedulable = {u.node: nodes[u.node].schedulable for u in usage}
+    return ClusterView(
+        usage=usage,
+        schedulable=schedulable,
+        free=cluster_free(usage, nodes),
+        pending=pending_pods(nodes, pods.values(), usage, claims, class_to_resource),
+    )
