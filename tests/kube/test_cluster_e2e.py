@@ -6,6 +6,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from objects import container, node, pod, resource_claim, resource_slice, taint
@@ -43,7 +44,7 @@ def pending(samples: Samples) -> dict[str, str]:
     }
 
 
-def cluster_objects() -> list[dict]:
+def cluster_objects() -> list[dict[str, Any]]:
     objects = [node(f"gpu-{i}", 8) for i in range(4)]
     objects += [pod(f"train-{i}", used, namespace="batch", node=f"gpu-{i}") for i, used in enumerate((6, 6, 7, 7))]
     objects += [
@@ -76,7 +77,7 @@ def collectors(fake_api: FakeKubeAPI, kubeconfig: str) -> Iterator[CollectorSet]
     collectors.close()
 
 
-def test_the_cluster_view(collectors: CollectorSet):
+def test_the_cluster_view(collectors: CollectorSet) -> None:
     eventually(collectors.ready)
     s = scrape(collectors)
     assert value(s, "llm_exporter_collector_success", collector="cluster") == 1
@@ -98,7 +99,7 @@ def test_the_cluster_view(collectors: CollectorSet):
     assert time.time() - (value(s, "llm_kubernetes_last_sync_timestamp_seconds") or 0) < 5
 
 
-def test_events_change_the_answer(fake_api: FakeKubeAPI, collectors: CollectorSet):
+def test_events_change_the_answer(fake_api: FakeKubeAPI, collectors: CollectorSet) -> None:
     eventually(collectors.ready)
     fake_api.apply(pod("train-0", 6, namespace="batch", node="gpu-0", phase="Succeeded"))  # 8 free on gpu-0
     eventually(lambda: pending(scrape(collectors)).get("vllm-big-0") == "fits")
@@ -113,7 +114,7 @@ def test_events_change_the_answer(fake_api: FakeKubeAPI, collectors: CollectorSe
     eventually(lambda: value(scrape(collectors), "llm_node_gpus_free", node="dra", resource="gpu.nvidia.com") == 4)
 
 
-def test_recovers_from_410_and_from_an_api_server_restart(fake_api: FakeKubeAPI, collectors: CollectorSet):
+def test_recovers_from_410_and_from_an_api_server_restart(fake_api: FakeKubeAPI, collectors: CollectorSet) -> None:
     eventually(collectors.ready)
     eventually(lambda: sum("watch=true" in p for p in fake_api.requests) >= 4)
     fake_api.compact()
@@ -138,7 +139,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_not_ready_until_the_first_full_sync(tmp_path: Path):
+def test_not_ready_until_the_first_full_sync(tmp_path: Path) -> None:
     api = FakeKubeAPI(port=free_port(), bookmark_interval=0.2)
     kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
     for obj in cluster_objects():
@@ -159,7 +160,7 @@ def test_not_ready_until_the_first_full_sync(tmp_path: Path):
         api.stop()
 
 
-def test_dra_not_served_does_not_block_readiness(fake_api: FakeKubeAPI, kubeconfig: str):
+def test_dra_not_served_does_not_block_readiness(fake_api: FakeKubeAPI, kubeconfig: str) -> None:
     fake_api.apply(node("gpu-0", 8))
     fake_api.fail_next(1, status=404, path_contains="resourceslices")
     fake_api.fail_next(1, status=403, path_contains="resourceclaims")
@@ -172,7 +173,7 @@ def test_dra_not_served_does_not_block_readiness(fake_api: FakeKubeAPI, kubeconf
         collectors.close()
 
 
-def test_no_kubernetes_configuration_is_reported_not_raised(tmp_path: Path):
+def test_no_kubernetes_configuration_is_reported_not_raised(tmp_path: Path) -> None:
     collectors = CollectorSet(build_cluster_collectors(Cluster(), str(tmp_path / "missing")))
     assert not collectors.ready()
     assert value(scrape(collectors), "llm_exporter_collector_success", collector="cluster") == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from objects import node, pod, required_affinity, taint
 
@@ -25,7 +27,7 @@ GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
         (("", "Exists", "", "NoExecute"), GPU_TAINT, False),
     ],
 )
-def test_tolerates(toleration, taint_, expected):
+def test_tolerates(toleration: Any, taint_: Any, expected: Any) -> None:
     assert tolerates(toleration, taint_) is expected
 
 
@@ -50,7 +52,7 @@ def test_tolerates(toleration, taint_, expected):
         ("Bogus", (), "x", False),
     ],
 )
-def test_requirement(operator, values, label, expected):
+def test_requirement(operator: Any, values: Any, label: Any, expected: Any) -> None:
     assert requirement_holds(("k", operator, values), label) is expected
 
 
@@ -108,12 +110,12 @@ PRODUCT_IN = {"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVI
         (SOFT, {}, True),  # PreferNoSchedule does not block
     ],
 )
-def test_eligible(node_obj, pod_kwargs, expected):
+def test_eligible(node_obj: Any, pod_kwargs: Any, expected: Any) -> None:
     constraints = constraints_of(pod("p", 1, **pod_kwargs)["spec"])
     assert eligible(node_record(node_obj), constraints) is expected
 
 
-def test_affinity_terms_are_ored():
+def test_affinity_terms_are_ored() -> None:
     other = {"key": "pool", "operator": "In", "values": ["training"]}
     spec = pod("p", 1, affinity=required_affinity(other))["spec"]
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].append(
@@ -122,7 +124,7 @@ def test_affinity_terms_are_ored():
     assert eligible(node_record(H100), constraints_of(spec))
 
 
-def test_replicas_share_one_constraints_object():
+def test_replicas_share_one_constraints_object() -> None:
     a = constraints_of(pod("vllm-0", 1, node_selector={"pool": "inference"}, tolerations=TOLERATE_GPU)["spec"])
     b = constraints_of(pod("vllm-1", 1, node_selector={"pool": "inference"}, tolerations=TOLERATE_GPU)["spec"])
     assert a is b

@@ -40,7 +40,9 @@ def run(reflectors: list[Reflector[Any]], kubeconfig: str, resource: str = "node
     return reflector
 
 
-def test_paginated_list_then_watch_follows_add_modify_delete(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_paginated_list_then_watch_follows_add_modify_delete(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     for i in range(7):
         fake_api.apply(node(f"n{i}", gpus=i % 3))  # n0, n3, n6 have no GPU: the transform drops them
     events: list[float] = []
@@ -60,7 +62,9 @@ def test_paginated_list_then_watch_follows_add_modify_delete(fake_api: FakeKubeA
     assert "allowWatchBookmarks=true" in watch and "timeoutSeconds=" in watch and "resourceVersion=" in watch
 
 
-def test_410_after_compaction_relists_and_catches_up(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_410_after_compaction_relists_and_catches_up(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     fake_api.apply(node("a", gpus=1))
     r = run(reflectors, kubeconfig)
     assert r.wait_synced(5)
@@ -71,7 +75,9 @@ def test_410_after_compaction_relists_and_catches_up(fake_api: FakeKubeAPI, kube
     eventually(lambda: r.stats().relists >= 1)
 
 
-def test_expired_continue_token_restarts_the_list(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_expired_continue_token_restarts_the_list(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     for i in range(6):
         fake_api.apply(node(f"n{i}", gpus=1))
     compacted: list[bool] = []
@@ -88,7 +94,9 @@ def test_expired_continue_token_restarts_the_list(fake_api: FakeKubeAPI, kubecon
     assert r.stats().errors == 1  # the 410 on the continued list
 
 
-def test_dropped_watch_resumes_without_relist(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_dropped_watch_resumes_without_relist(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     fake_api.apply(node("a", gpus=1))
     r = run(reflectors, kubeconfig)
     assert r.wait_synced(5)
@@ -106,7 +114,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_api_server_down_at_start_then_up(tmp_path: Path, reflectors):
+def test_api_server_down_at_start_then_up(tmp_path: Path, reflectors: list[Reflector[Any]]) -> None:
     api = FakeKubeAPI(port=free_port(), bookmark_interval=0.2)
     kubeconfig = api.write_kubeconfig(tmp_path / "kubeconfig")
     api.apply(node("a", gpus=2))
@@ -122,7 +130,9 @@ def test_api_server_down_at_start_then_up(tmp_path: Path, reflectors):
         api.stop()
 
 
-def test_api_server_restart_keeps_view_and_catches_up(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_api_server_restart_keeps_view_and_catches_up(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     fake_api.apply(node("a", gpus=1))
     r = run(reflectors, kubeconfig)
     assert r.wait_synced(5)
@@ -137,7 +147,9 @@ def test_api_server_restart_keeps_view_and_catches_up(fake_api: FakeKubeAPI, kub
     eventually(lambda: (r.last_sync_timestamp() or 0) > stale)
 
 
-def test_bookmarks_keep_the_view_fresh_without_events(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_bookmarks_keep_the_view_fresh_without_events(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     fake_api.apply(node("a", gpus=1))
     events: list[int] = []
     r = run(reflectors, kubeconfig, watch_timeout_seconds=30.0, on_event=lambda: events.append(1))
@@ -147,7 +159,7 @@ def test_bookmarks_keep_the_view_fresh_without_events(fake_api: FakeKubeAPI, kub
     assert len(events) == 1  # bookmarks are not changes
 
 
-def test_server_errors_are_retried(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_server_errors_are_retried(fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]) -> None:
     fake_api.apply(node("a", gpus=1))
     fake_api.fail_next(3, status=500, path_contains="/nodes")
     r = run(reflectors, kubeconfig)
@@ -155,14 +167,18 @@ def test_server_errors_are_retried(fake_api: FakeKubeAPI, kubeconfig: str, refle
     assert r.items() == {"a": 1} and r.stats().errors == 3
 
 
-def test_optional_resource_not_served_counts_as_empty_and_synced(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_optional_resource_not_served_counts_as_empty_and_synced(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     fake_api.fail_next(1, status=404, path_contains="resourceslices")
     r = run(reflectors, kubeconfig, "resourceslices", transform=lambda obj: obj["spec"]["driver"], optional=True)
     assert r.wait_synced(5)
     assert r.items() == {}
 
 
-def test_field_selector_objects_leaving_it_are_deleted(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_field_selector_objects_leaving_it_are_deleted(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     fake_api.apply(pod("vllm-0", 1, namespace="ml", node="n1"))
     fake_api.apply(pod("vllm-1", 1, namespace="ml", node="n2"))
     r = run(
@@ -177,7 +193,9 @@ def test_field_selector_objects_leaving_it_are_deleted(fake_api: FakeKubeAPI, ku
     eventually(lambda: r.items() == {"ml/vllm-2": "Running"})
 
 
-def test_malformed_object_is_skipped_not_fatal(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_malformed_object_is_skipped_not_fatal(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     fake_api.apply(node("a", gpus=1))
     broken = node("b", gpus=1)
     broken["status"]["allocatable"]["nvidia.com/gpu"] = "lots"
@@ -187,7 +205,9 @@ def test_malformed_object_is_skipped_not_fatal(fake_api: FakeKubeAPI, kubeconfig
     assert r.items() == {"a": 1} and r.stats().errors == 1
 
 
-def test_stop_returns_promptly_from_a_quiet_watch(fake_api: FakeKubeAPI, kubeconfig: str, reflectors):
+def test_stop_returns_promptly_from_a_quiet_watch(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
     r = run(reflectors, kubeconfig, watch_timeout_seconds=60.0)
     assert r.wait_synced(5)
     eventually(lambda: any("watch=true" in p for p in fake_api.requests))
@@ -196,7 +216,7 @@ def test_stop_returns_promptly_from_a_quiet_watch(fake_api: FakeKubeAPI, kubecon
     assert time.monotonic() - started < 2.0
 
 
-def test_connect_without_any_configuration_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_connect_without_any_configuration_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBECONFIG", raising=False)
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)

@@ -46,11 +46,11 @@ def sidecar(name: str, gpus: int) -> dict[str, Any]:
         ),
     ],
 )
-def test_effective_requests(containers, inits, overhead, expected):
+def test_effective_requests(containers: Any, inits: Any, overhead: Any, expected: Any) -> None:
     assert effective_requests(containers, inits, overhead, is_gpu=is_gpu_resource) == expected
 
 
-def test_requests_win_over_limits_and_other_resources_are_ignored():
+def test_requests_win_over_limits_and_other_resources_are_ignored() -> None:
     c = {"name": "a", "resources": {"limits": {G: "2", "cpu": "4"}, "requests": {G: "1", "memory": "1Gi"}}}
     assert effective_requests([c], is_gpu=is_gpu_resource) == {G: 1}
 
@@ -58,12 +58,12 @@ def test_requests_win_over_limits_and_other_resources_are_ignored():
 @pytest.mark.parametrize(
     ("value", "expected"), [("8", 8), (8, 8), ("16", 16), ("100", 100), ("1k", 1000), ("2Ki", 2048), ("0", 0)]
 )
-def test_parse_count(value, expected):
+def test_parse_count(value: Any, expected: Any) -> None:
     assert parse_count(value) == expected
 
 
 @pytest.mark.parametrize("value", ["lots", "1.5", "500m", "", True])
-def test_parse_count_rejects_non_whole_numbers(value):
+def test_parse_count_rejects_non_whole_numbers(value: Any) -> None:
     with pytest.raises(ValueError, match="not a"):
         parse_count(value)
 
@@ -81,10 +81,10 @@ def test_parse_count_rejects_non_whole_numbers(value):
         ("example.com/fpga", False),
     ],
 )
-def test_gpu_resources(name, expected):
+def test_gpu_resources(name: Any, expected: Any) -> None:
     assert is_gpu_resource(name) is expected
 
 
-def test_gpu_matcher_takes_patterns():
+def test_gpu_matcher_takes_patterns() -> None:
     assert gpu_matcher(["example.com/*"])("example.com/fpga")
     assert not gpu_matcher(["example.com/*"])("nvidia.com/gpu")

@@ -56,7 +56,7 @@ def reasons(v: ClusterView) -> dict[str, str]:
         (1, [0, 0], "insufficient"),
     ],
 )
-def test_classify(requested, free, reason):
+def test_classify(requested: Any, free: Any, reason: Any) -> None:
     assert classify(requested, free) == reason
 
 
@@ -68,19 +68,19 @@ def two_two_one_one() -> list[dict[str, Any]]:
     return objects
 
 
-def test_fragmented_two_two_one_one():
+def test_fragmented_two_two_one_one() -> None:
     v = view([*two_two_one_one(), pod("vllm-big-0", 4, namespace="demo"), pod("vllm-small-0", 2, namespace="demo")])
     assert free_of(v)[("gpu-0", "nvidia.com/gpu")] == (8, 6, 2)
     assert v.free == {"nvidia.com/gpu": (6, 2)}
     assert reasons(v) == {"vllm-big-0:nvidia.com/gpu": "fragmented", "vllm-small-0:nvidia.com/gpu": "fits"}
 
 
-def test_insufficient_and_constrained():
+def test_insufficient_and_constrained() -> None:
     objects = [*two_two_one_one(), pod("huge-0", 8), pod("picky-0", 1, node_selector={"pool": "none"})]
     assert reasons(view(objects)) == {"huge-0:nvidia.com/gpu": "insufficient", "picky-0:nvidia.com/gpu": "constrained"}
 
 
-def test_cordoned_and_not_ready_nodes_are_not_free_capacity():
+def test_cordoned_and_not_ready_nodes_are_not_free_capacity() -> None:
     objects = [node("a", 4, unschedulable=True), node("b", 4, ready=False), node("c", 2), pod("p-0", 3)]
     v = view(objects)
     assert v.schedulable == {"a": False, "b": False, "c": True}
@@ -89,14 +89,14 @@ def test_cordoned_and_not_ready_nodes_are_not_free_capacity():
     assert reasons(v) == {"p-0:nvidia.com/gpu": "insufficient"}
 
 
-def test_tainted_node_needs_a_toleration():
+def test_tainted_node_needs_a_toleration() -> None:
     tainted = node("t", 4, taints=[taint("nvidia.com/gpu", value="present")])
     tolerating = pod("tol-0", 4, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}])
     v = view([tainted, node("small", 1), pod("plain-0", 4), tolerating])
     assert reasons(v) == {"plain-0:nvidia.com/gpu": "insufficient", "tol-0:nvidia.com/gpu": "fits"}
 
 
-def test_init_containers_count_by_the_scheduler_rule():
+def test_init_containers_count_by_the_scheduler_rule() -> None:
     init_heavy = pod("init-0", node="a", containers=[container("main", 1)], init_containers=[container("i", 3)])
     sidecars = pod(
         "side-0",
@@ -107,7 +107,7 @@ def test_init_containers_count_by_the_scheduler_rule():
     assert free_of(view([node("a", 8), init_heavy, sidecars]))[("a", "nvidia.com/gpu")] == (8, 5, 3)
 
 
-def test_finished_pods_hold_nothing_bound_pending_pods_hold():
+def test_finished_pods_hold_nothing_bound_pending_pods_hold() -> None:
     objects = [
         node("a", 8),
         pod("done-0", 4, node="a", phase="Succeeded"),
@@ -119,13 +119,13 @@ def test_finished_pods_hold_nothing_bound_pending_pods_hold():
     assert v.pending == []  # a bound pod is not waiting for placement
 
 
-def test_gated_and_not_yet_unschedulable_pods_are_not_classified():
+def test_gated_and_not_yet_unschedulable_pods_are_not_classified() -> None:
     fresh = pod("fresh-0", 1)
     fresh["status"].pop("conditions")  # the scheduler has not looked at it yet
     assert view([node("a", 0), pod("gated-0", 1, scheduling_gates=["kueue.x-k8s.io/admission"]), fresh]).pending == []
 
 
-def test_mig_and_time_sliced_resources_are_separate():
+def test_mig_and_time_sliced_resources_are_separate() -> None:
     objects = [
         node("mig", {MIG: 7, "nvidia.com/mig-3g.40gb": 2}),
         node("shared", {"nvidia.com/gpu.shared": 40}),
@@ -143,7 +143,7 @@ def test_mig_and_time_sliced_resources_are_separate():
     assert reasons(v) == {f"mig-wait:{MIG}": "insufficient", "whole-wait:nvidia.com/gpu": "constrained"}
 
 
-def test_dra_devices_minus_allocated_claims_per_driver():
+def test_dra_devices_minus_allocated_claims_per_driver() -> None:
     objects = [
         node("dra-a"),
         node("dra-b"),
@@ -159,7 +159,7 @@ def test_dra_devices_minus_allocated_claims_per_driver():
     assert reasons(v) == {"wait-0:gpu.nvidia.com": "fits"}
 
 
-def test_dra_newest_pool_generation_and_shared_counters():
+def test_dra_newest_pool_generation_and_shared_counters() -> None:
     old = resource_slice("n", 8, generation=1, name="old")
     new = resource_slice("n", ["gpu-0", "gpu-0-mig-1g"], generation=2, name="new")
     new["spec"]["devices"][1]["attributes"]["type"] = {"string": "mig"}
@@ -171,7 +171,7 @@ def test_dra_newest_pool_generation_and_shared_counters():
     assert dra_capacity(records, [claim]) == {("n", "gpu.nvidia.com"): [1, 1]}
 
 
-def test_pod_records_keep_only_what_is_needed():
+def test_pod_records_keep_only_what_is_needed() -> None:
     assert pod_record(pod("cpu-only-0")) is None
     assert pod_record(pod("done-0", 1, node="a", phase="Succeeded")) is None
     record = pod_record(pod("vllm-0", 2, namespace="ml", node_selector={"pool": "x"}))
@@ -185,7 +185,7 @@ def test_pod_records_keep_only_what_is_needed():
     assert record.waiting_for_placement and record.constraints.node_selector == (("pool", "x"),)
 
 
-def test_exposition_of_a_small_cluster():
+def test_exposition_of_a_small_cluster() -> None:
     objects = [
         node("gpu-0", 8),
         node("gpu-1", 8, unschedulable=True),
