@@ -49,13 +49,20 @@ def _p99(histogram: str, window: str) -> str:
 
 def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
     """Every alert of the bundle, in rule-file order."""
-    engine, gpu, placement, exporter = "llm-inference.engine", "llm-inference.gpu", "llm-inference.placement", (
-        "llm-inference.exporter"
+    engine, gpu, placement, exporter = (
+        "llm-inference.engine",
+        "llm-inference.gpu",
+        "llm-inference.placement",
+        ("llm-inference.exporter"),
     )
     return [
         Alert(
-            "LLMTimeToFirstTokenP99High", engine,
-            _p99("llm_time_to_first_token_seconds", t.latency_window), ">", t.ttft_p99_seconds, t.ttft_for,
+            "LLMTimeToFirstTokenP99High",
+            engine,
+            _p99("llm_time_to_first_token_seconds", t.latency_window),
+            ">",
+            t.ttft_p99_seconds,
+            t.ttft_for,
             "critical",
             "Users of {{ $labels.namespace }}/{{ $labels.model }} wait {{ $value | humanizeDuration }} for the "
             "first token (p99).",
@@ -63,8 +70,12 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "waiting and queue time; add replicas or route away from hot pods.",
         ),
         Alert(
-            "LLMInterTokenLatencyP99High", engine,
-            _p99("llm_inter_token_latency_seconds", t.latency_window), ">", t.itl_p99_seconds, t.itl_for,
+            "LLMInterTokenLatencyP99High",
+            engine,
+            _p99("llm_inter_token_latency_seconds", t.latency_window),
+            ">",
+            t.itl_p99_seconds,
+            t.itl_for,
             "warning",
             "Streaming for {{ $labels.namespace }}/{{ $labels.model }} stalls {{ $value | humanizeDuration }} "
             "between tokens (p99).",
@@ -72,32 +83,48 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "concurrent sequences for the memory bandwidth, or preemptions).",
         ),
         Alert(
-            "LLMRequestQueueBacklog", engine,
-            "sum by (namespace, model) (llm_requests_waiting)", ">", t.queue_waiting, t.queue_for,
+            "LLMRequestQueueBacklog",
+            engine,
+            "sum by (namespace, model) (llm_requests_waiting)",
+            ">",
+            t.queue_waiting,
+            t.queue_for,
             "warning",
             "{{ $value }} requests are queued for {{ $labels.namespace }}/{{ $labels.model }}.",
             f"More than {number(t.queue_waiting)} requests wait to be scheduled: users are waiting whatever the "
             "GPU utilisation says. Scale out, or check the KV cache.",
         ),
         Alert(
-            "LLMKVCacheNearlyFull", engine,
-            "max by (namespace, pod, model) (llm_kv_cache_usage_ratio)", ">", t.kv_cache_ratio, t.kv_cache_for,
+            "LLMKVCacheNearlyFull",
+            engine,
+            "max by (namespace, pod, model) (llm_kv_cache_usage_ratio)",
+            ">",
+            t.kv_cache_ratio,
+            t.kv_cache_for,
             "warning",
             "KV cache of {{ $labels.namespace }}/{{ $labels.pod }} is {{ $value | humanizePercentage }} full.",
             f"KV cache usage is above {t.kv_cache_ratio:.0%}: new requests queue and running ones get preempted. "
             "Add replicas or reduce max-model-len.",
         ),
         Alert(
-            "LLMEngineDown", engine,
-            "llm_engine_up", "==", 0, t.engine_down_for,
+            "LLMEngineDown",
+            engine,
+            "llm_engine_up",
+            "==",
+            0,
+            t.engine_down_for,
             "critical",
             "Engine {{ $labels.namespace }}/{{ $labels.pod }} does not answer the exporter.",
             "The exporter cannot scrape this engine's metrics (see llm_engine_scrape_error for why). If the pod "
             "is running, the engine may be hung; its panels are blank meanwhile.",
         ),
         Alert(
-            "LLMMetricMissing", engine,
-            "llm_metric_present", "==", 0, t.metric_missing_for,
+            "LLMMetricMissing",
+            engine,
+            "llm_metric_present",
+            "==",
+            0,
+            t.metric_missing_for,
             "warning",
             "{{ $labels.namespace }}/{{ $labels.pod }} ({{ $labels.engine }} {{ $labels.version }}) does not "
             "expose {{ $labels.source }}.",
@@ -105,24 +132,36 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "disabled feature. Dashboards and autoscalers on it read nothing.",
         ),
         Alert(
-            "LLMGPUMemoryNearlyFull", gpu,
-            "llm_gpu_memory_used_bytes / llm_gpu_memory_total_bytes", ">", t.gpu_memory_ratio, t.gpu_memory_for,
+            "LLMGPUMemoryNearlyFull",
+            gpu,
+            "llm_gpu_memory_used_bytes / llm_gpu_memory_total_bytes",
+            ">",
+            t.gpu_memory_ratio,
+            t.gpu_memory_for,
             "warning",
             "GPU {{ $labels.gpu }} on {{ $labels.instance }} is {{ $value | humanizePercentage }} full.",
             f"GPU memory use is above {t.gpu_memory_ratio:.0%}; new processes or CUDA graph captures on it will "
             "fail with out-of-memory. Check what else runs on the GPU.",
         ),
         Alert(
-            "LLMGPULost", gpu,
-            "llm_gpu_up", "==", 0, t.gpu_lost_for,
+            "LLMGPULost",
+            gpu,
+            "llm_gpu_up",
+            "==",
+            0,
+            t.gpu_lost_for,
             "critical",
             "GPU {{ $labels.gpu }} ({{ $labels.uuid }}) on {{ $labels.instance }} cannot be read.",
             "NVML cannot read this GPU: it fell off the bus or needs a reset. Pods on it fail; cordon the node "
             "and check the kernel log for Xid errors.",
         ),
         Alert(
-            "LLMPodPendingWithFreeGPUs", placement,
-            'llm_pending_pod_gpus_requested{reason="fragmented"}', ">", 0, t.fragmented_for,
+            "LLMPodPendingWithFreeGPUs",
+            placement,
+            'llm_pending_pod_gpus_requested{reason="fragmented"}',
+            ">",
+            0,
+            t.fragmented_for,
             "warning",
             "{{ $labels.namespace }}/{{ $labels.pod }} needs {{ $value }} {{ $labels.resource }} and stays "
             "Pending although the cluster has that many free.",
@@ -130,16 +169,24 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "small GPU pods, or split the replica.",
         ),
         Alert(
-            "LLMExporterCollectorFailing", exporter,
-            "llm_exporter_collector_success", "==", 0, t.collector_failing_for,
+            "LLMExporterCollectorFailing",
+            exporter,
+            "llm_exporter_collector_success",
+            "==",
+            0,
+            t.collector_failing_for,
             "warning",
             "Collector {{ $labels.collector }} of the exporter on {{ $labels.instance }} is failing.",
             "One part of the exporter's view is stale or missing while the rest works. The exporter logs name "
             "the error.",
         ),
         Alert(
-            "LLMExporterDown", exporter,
-            f'absent(up{{job="{t.exporter_job}"}} == 1)', "", None, t.exporter_down_for,
+            "LLMExporterDown",
+            exporter,
+            f'absent(up{{job="{t.exporter_job}"}} == 1)',
+            "",
+            None,
+            t.exporter_down_for,
             "critical",
             "No llm-exporter target is up.",
             f'Prometheus has no successful scrape of job "{t.exporter_job}": every LLM alert above is blind. '

@@ -58,10 +58,14 @@ queue = Row(
         timeseries(
             "Requests waiting and running",
             [
-                Query(f"sum by (namespace, model) ({selector('llm_requests_waiting', ENGINE)})",
-                      "waiting {{namespace}}/{{model}}"),
-                Query(f"sum by (namespace, model) ({selector('llm_requests_running', ENGINE)})",
-                      "running {{namespace}}/{{model}}"),
+                Query(
+                    f"sum by (namespace, model) ({selector('llm_requests_waiting', ENGINE)})",
+                    "waiting {{namespace}}/{{model}}",
+                ),
+                Query(
+                    f"sum by (namespace, model) ({selector('llm_requests_running', ENGINE)})",
+                    "running {{namespace}}/{{model}}",
+                ),
             ],
             unit="short",
             width=12,
@@ -94,10 +98,14 @@ engine = Row(
         timeseries(
             "Prefill vs decode time p99",
             [
-                Query(quantile(0.99, "llm_request_prefill_time_seconds", ENGINE, BY_MODEL),
-                      "prefill {{namespace}}/{{model}}"),
-                Query(quantile(0.99, "llm_request_decode_time_seconds", ENGINE, BY_MODEL),
-                      "decode {{namespace}}/{{model}}"),
+                Query(
+                    quantile(0.99, "llm_request_prefill_time_seconds", ENGINE, BY_MODEL),
+                    "prefill {{namespace}}/{{model}}",
+                ),
+                Query(
+                    quantile(0.99, "llm_request_decode_time_seconds", ENGINE, BY_MODEL),
+                    "decode {{namespace}}/{{model}}",
+                ),
             ],
             unit="s",
             description="Time per request spent processing the prompt versus generating tokens (p99). Prefill-bound "
@@ -107,10 +115,14 @@ engine = Row(
         timeseries(
             "Prompt vs completion tokens",
             [
-                Query(f"sum by (namespace, model) ({rate('llm_prompt_tokens_total', ENGINE)})",
-                      "prompt {{namespace}}/{{model}}"),
-                Query(f"sum by (namespace, model) ({rate('llm_generation_tokens_total', ENGINE)})",
-                      "completion {{namespace}}/{{model}}"),
+                Query(
+                    f"sum by (namespace, model) ({rate('llm_prompt_tokens_total', ENGINE)})",
+                    "prompt {{namespace}}/{{model}}",
+                ),
+                Query(
+                    f"sum by (namespace, model) ({rate('llm_generation_tokens_total', ENGINE)})",
+                    "completion {{namespace}}/{{model}}",
+                ),
             ],
             unit="suffix:tok/s",
             description="Token throughput: prompt tokens prefilled and completion tokens generated per second. A "
@@ -119,8 +131,12 @@ engine = Row(
         ),
         timeseries(
             "KV cache usage",
-            [Query(f"max by (namespace, pod, model) ({selector('llm_kv_cache_usage_ratio', ENGINE)})",
-                   "{{namespace}}/{{pod}} {{model}}")],
+            [
+                Query(
+                    f"max by (namespace, pod, model) ({selector('llm_kv_cache_usage_ratio', ENGINE)})",
+                    "{{namespace}}/{{pod}} {{model}}",
+                )
+            ],
             unit="percentunit",
             max_value=1,
             description="Fraction of the KV cache in use per engine. Near 100% new requests queue and running ones "
@@ -128,19 +144,25 @@ engine = Row(
         ),
         timeseries(
             "Preemptions",
-            [Query(f"sum by (namespace, pod, model) ({rate('llm_preemptions_total', ENGINE)})",
-                   "{{namespace}}/{{pod}} {{model}}")],
+            [
+                Query(
+                    f"sum by (namespace, pod, model) ({rate('llm_preemptions_total', ENGINE)})",
+                    "{{namespace}}/{{pod}} {{model}}",
+                )
+            ],
             unit="ops",
             description="Requests evicted from the KV cache and recomputed later, per second. Any steady rate wastes "
             "GPU time and inflates ITL: the KV cache is too small for the concurrency; see KV cache usage.",
         ),
         timeseries(
             "Prefix cache hit ratio",
-            [Query(
-                f"sum by (namespace, model) ({rate('llm_prefix_cache_hits_total', ENGINE)}) / "
-                f"sum by (namespace, model) ({rate('llm_prefix_cache_queries_total', ENGINE)})",
-                "{{namespace}}/{{model}}",
-            )],
+            [
+                Query(
+                    f"sum by (namespace, model) ({rate('llm_prefix_cache_hits_total', ENGINE)}) / "
+                    f"sum by (namespace, model) ({rate('llm_prefix_cache_queries_total', ENGINE)})",
+                    "{{namespace}}/{{model}}",
+                )
+            ],
             unit="percentunit",
             max_value=1,
             description="Share of prompt lookups served from the prefix cache. A drop after a deploy or routing "
@@ -254,10 +276,12 @@ health = Row(
         ),
         timeseries(
             "Missing canonical series",
-            [Query(
-                f"sum by (namespace, pod, version) (1 - {selector('llm_metric_present', SOURCE)})",
-                "{{namespace}}/{{pod}} {{version}}",
-            )],
+            [
+                Query(
+                    f"sum by (namespace, pod, version) (1 - {selector('llm_metric_present', SOURCE)})",
+                    "{{namespace}}/{{pod}} {{version}}",
+                )
+            ],
             unit="short",
             description="Canonical series the running engine version should expose but does not: the silent-rename "
             "alarm. Above 0, some panels here (and autoscalers on those names) read nothing; see the runbook "
@@ -265,8 +289,12 @@ health = Row(
         ),
         timeseries(
             "Unmapped engine metrics",
-            [Query(f"sum by (namespace, pod) ({selector('llm_engine_unmapped_metrics', SOURCE)})",
-                   "{{namespace}}/{{pod}}")],
+            [
+                Query(
+                    f"sum by (namespace, pod) ({selector('llm_engine_unmapped_metrics', SOURCE)})",
+                    "{{namespace}}/{{pod}}",
+                )
+            ],
             unit="short",
             description="Engine metric families no known release exposes: early warning of a new rename. A jump "
             "after an engine upgrade means the exporter needs a mapping update before a series goes missing.",

@@ -1,0 +1,74 @@
+"""A small client for the Prometheus HTTP API (instant queries and label values), on the standard library.
+
+Only this module talks to Prometheus; `exporter.bundle.check` depends on the `Prometheus` protocol, so its
+logic can be tested against a real server and, where that is overkill, a fake.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Protocol
+
+DEFAULT_TIMEOUT_SECONDS = 30.0
+
+
+class PrometheusError(Exception):
+    """The server could not be reached, or answered with an error (e.g. a PromQL syntax error)."""
+
+
+class Prometheus(Protocol):
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        """The result of an instant query: a list of {"metric": {...}, "value": [t, "v"]} (scalars wrapped)."""
+        ...
+
+    def label_values(self, label: str) -> list[str]: ...
+
+
+class HttpPrometheus:
+    def __init__(self, base_url: str, timeout: float = DEFAULT_TIMEOUT_SECONDS, bearer_token: str = "") -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise PrometheusError(f"{base_url!r} is not an http(s) URL")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else {}
+
+    def _call(self, path: str, form: dict[str, str] | None = None) -> Any:
+        url = f"{self.base_url}{path}"
+        data = urllib.parse.urlencode(form).encode() if form is not None else None  # POST: long queries fit
+        request = urllib.request.Request(url, data=data, headers=self._headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body = json.load(response)
+        except urllib.error.HTTPError as exc:  # 400/422 carry a JSON error body: the PromQL error
+            body = _error_body(exc)
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise PrometheusError(f"cannot reach {self.base_url}: {reason}") from exc
+        except ValueError as exc:
+            raise PrometheusError(f"{url}: not a Prometheus API response") from exc
+        if not isinstance(body, dict) or body.get("status") != "success":
+            error = body.get("error", "unknown error") if isinstance(body, dict) else "unexpected response"
+            raise PrometheusError(str(error))
+        return body["data"]
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        data = self._call("/api/v1/query", {"query": expr})
+        if data.get("resultType") in ("scalar", "string"):
+            return [{"metric": {}, "value": data["result"]}]
+        result = data.get("result", [])
+        return result if isinstance(result, list) else []
+
+    def label_values(self, label: str) -> list[str]:
+        data = self._call(f"/api/v1/label/{urllib.parse.quote(label)}/values")
+        return [str(v) for v in data] if isinstance(data, list) else []
+
+
+def _error_body(exc: urllib.error.HTTPError) -> Any:
+    try:
+        return json.loads(exc.read() or b"{}")
+    except ValueError:
+        return {"status": "error", "error": f"HTTP {exc.code} {exc.reason}"}
