@@ -39,6 +39,15 @@ class ReadyCollector(Collector, Protocol):
         ...
 
 
+@runtime_checkable
+class BackgroundCollector(Collector, Protocol):
+    """A collector with background work (watches, samplers): started with the server, closed on shutdown."""
+
+    def start(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class CollectorSet:
     """The collectors of one role, run in order at every scrape."""
 
@@ -48,6 +57,19 @@ class CollectorSet:
 
     def ready(self) -> bool:
         return all(c.ready() for c in self.collectors if isinstance(c, ReadyCollector))
+
+    def start(self) -> None:
+        for collector in self.collectors:
+            if isinstance(collector, BackgroundCollector):
+                collector.start()
+
+    def close(self) -> None:
+        for collector in self.collectors:
+            if isinstance(collector, BackgroundCollector):
+                try:
+                    collector.close()
+                except Exception:  # noqa: BLE001 - shutdown goes on for the others
+                    log.exception("collector %s failed to close", collector.name)
 
     def collect(self) -> list[Family]:
         families: list[Family] = []

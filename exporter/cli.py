@@ -1,0 +1,96 @@
+"""`llm-exporter`: serve | render | check | mappings | demo."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from exporter import __version__, config
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from exporter import roles, server
+
+    try:
+        cfg = config.load(args.config)
+        server.parse_listen(args.listen)
+        collectors = roles.build(args.role, cfg, args.kubeconfig)
+    except (config.ConfigError, ValueError) as exc:
+        print(f"llm-exporter: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        server.serve(collectors, args.role, args.listen, stop)
+    except OSError as exc:
+        print(f"llm-exporter: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _mappings(args: argparse.Namespace) -> int:
+    from exporter.engines.table import render_table
+
+    print(render_table(args.version, markdown=args.markdown), end="")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from exporter.demo.run import run
+
+    return run(args)
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("serve", help="run the exporter")
+    p.add_argument("--config", default=os.environ.get("LLM_EXPORTER_CONFIG"), help="YAML config file")
+    p.add_argument(
+        "--listen", default=os.environ.get("LLM_EXPORTER_LISTEN", config.DEFAULT_LISTEN), help="HOST:PORT to serve"
+    )
+    p.add_argument("--role", choices=("node", "cluster"), default=os.environ.get("LLM_EXPORTER_ROLE", "node"))
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, then ~/.kube/config)")
+    p.set_defaults(func=_serve)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="llm-exporter", description=__doc__)
+    root.add_argument("--version", action="version", version=f"llm-exporter {__version__}")
+    root.add_argument("--log-level", default=os.environ.get("LLM_EXPORTER_LOG_LEVEL", "info"))
+    sub = root.add_subparsers(dest="command", required=True)
+    _add_serve(sub)
+
+    from exporter.bundle import check, render
+
+    p = sub.add_parser("render", help="regenerate the dashboard, alert and rule files")
+    render.add_arguments(p)
+    p.set_defaults(func=render.run)
+    p = sub.add_parser("check", help="report dashboard, rule and KEDA queries that return nothing")
+    check.add_arguments(p)
+    p.set_defaults(func=check.run)
+
+    p = sub.add_parser("mappings", help="print the vLLM → llm_* mapping per vLLM release")
+    p.add_argument("--version", help="only this vLLM release (e.g. 0.9.2)")
+    p.add_argument("--markdown", action="store_true", help="a Markdown table")
+    p.set_defaults(func=_mappings)
+
+    p = sub.add_parser("demo", help="a local vLLM (CPU, tiny model) + the exporter, live")
+    from exporter.demo.run import add_arguments as add_demo_arguments
+
+    add_demo_arguments(p)
+    p.set_defaults(func=_demo)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)s",
+    )
+    return int(args.func(args))

@@ -1,0 +1,115 @@
+"""`llm-exporter demo`: the Thursday-afternoon incident on one machine, without a cluster or a GPU.
+
+Starts the real vLLM CPU server with the tiny model, the exporter in front of it, drives a burst of long
+prompts, and prints TTFT p99 and queue depth live from the exporter's own `llm_*` output; then shows a
+silent rename (vLLM's `kv_cache_usage_perc` gone) being caught as `llm_metric_present 0`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from exporter import config, roles, server
+from exporter.demo import live, vllm_env
+from exporter.engines.mapping import map_body
+from exporter.engines.releases import load
+
+LONG_PROMPT = " ".join(["the queue is long and the model waits for the gpu"] * 20)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--requests", type=int, default=48, help="requests in the burst")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--short", action="store_true", help="a small burst (CI)")
+    parser.add_argument("--vllm-version", default=vllm_env.VLLM_VERSION)
+
+
+def _complete(url: str) -> None:
+    data = json.dumps({"model": "tiny", "prompt": LONG_PROMPT, "max_tokens": 32, "ignore_eos": True}).encode()
+    request = urllib.request.Request(url + "/v1/completions", data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        response.read()
+
+
+def _fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return str(response.read().decode())
+
+
+def _line(snap: dict[str, float], elapsed: float) -> str:
+    p99 = "   n/a" if math.isnan(snap["ttft_p99"]) else f"{snap['ttft_p99']:6.2f}s"
+    return (
+        f"t={elapsed:5.1f}s  TTFT p99 {p99}  waiting {snap['waiting']:3.0f}  running {snap['running']:3.0f}  "
+        f"engine up {snap['up']:.0f}  missing series {snap['missing']:.0f}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    step = _Steps()
+    requests = 8 if args.short else args.requests
+    python = vllm_env.ensure_venv(args.vllm_version, progress=step)
+    model = vllm_env.ensure_model(python, progress=step)
+    workdir = Path(tempfile.mkdtemp(prefix="llm-exporter-demo-"))
+    step(f"starting vLLM {args.vllm_version} on the CPU (log: {workdir / 'vllm.log'}); this takes a minute or two")
+    engine = vllm_env.start_server(python, model, vllm_env.free_port(), workdir / "vllm.log")
+    stop = threading.Event()
+    try:
+        cfg = config.parse(
+            json.dumps({"engines": {"targets": [{"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}]},
+                        "gpu": {"enabled": "false"}})
+        )  # fmt: skip
+        port = vllm_env.free_port()
+        collectors = roles.build("node", cfg, None)
+        threading.Thread(target=server.serve, args=(collectors, "node", f"127.0.0.1:{port}", stop), daemon=True).start()
+        metrics_url = f"http://127.0.0.1:{port}/metrics"
+        time.sleep(0.5)
+        step(f"exporter on {metrics_url}; sending a burst of {requests} long prompts, {args.concurrency} at a time")
+        start = time.monotonic()
+        with ThreadPoolExecutor(args.concurrency) as pool:
+            futures = [pool.submit(_complete, engine.url) for _ in range(requests)]
+            while not all(f.done() for f in futures):
+                print(_line(live.snapshot(_fetch(metrics_url)), time.monotonic() - start), flush=True)
+                time.sleep(1.0)
+            for f in futures:
+                f.result()
+        final = live.snapshot(_fetch(metrics_url))
+        print(_line(final, time.monotonic() - start), flush=True)
+        print(f"burst done: {requests} requests, TTFT p99 {final['ttft_p99']:.2f}s, queue drained to "
+              f"{final['waiting']:.0f}")  # fmt: skip
+        _silent_rename(_fetch(engine.url + "/metrics"), step)
+    finally:
+        stop.set()
+        engine.stop()
+    return 0
+
+
+def _silent_rename(body: str, step: _Steps) -> None:
+    step("a silent rename: the same vLLM body with vllm:kv_cache_usage_perc renamed")
+    renamed = body.replace("vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_fraction")
+    result = map_body(renamed, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, vllm_env.VLLM_VERSION, load(),
+                      100000)  # fmt: skip
+    for spec, (source, found) in result.present.items():
+        if not found:
+            print(f'llm_metric_present{{metric="{spec.name}",source="{source}"}} 0  -> alert LLMMetricMissing; '
+                  f"{spec.name} is absent, not 0")  # fmt: skip
+    print(f"llm_engine_unmapped_metrics {result.unmapped}  (a family no release exposes: a likely rename)")
+
+
+class _Steps:
+    """Numbered progress lines for the long steps."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.started = time.monotonic()
+
+    def __call__(self, message: str) -> None:
+        self.n += 1
+        print(f"[{self.n}] +{time.monotonic() - self.started:5.1f}s  {message}", flush=True)

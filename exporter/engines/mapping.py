@@ -1,0 +1,137 @@
+"""Version-aware mapping of one engine body onto canonical families (pure: no I/O).
+
+For each canonical metric, the running release's *expected* source is the first of the metric's sources
+that the release exposes. `llm_metric_present` says whether it was found. A canonical metric whose source
+is missing is left absent, never reported as 0: a fake 0 is the silent failure this exporter exists to
+expose (KEDA reads an empty result as 0 and scales down at peak).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+
+from exporter.catalogue.spec import MetricSpec, MetricType
+from exporter.engines import parser, vllm
+from exporter.engines.releases import Release, Releases, parse_version
+from exporter.exposition import escape_label_value
+
+IDENTITY = ("namespace", "pod", "engine")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to look for in the body of one release: source family → canonical spec, per canonical spec."""
+
+    release: Release
+    expected: dict[MetricSpec, str]  # canonical → the source family this release should expose
+
+
+@dataclass(slots=True)
+class Mapped:
+    """The outcome of mapping one body."""
+
+    version: str
+    version_source: str  # "endpoint", "inferred"
+    # canonical spec → [(suffix, rendered label block, value)]
+    samples: dict[MetricSpec, list[tuple[str, str, float]]] = field(default_factory=dict)
+    present: dict[MetricSpec, tuple[str, bool]] = field(default_factory=dict)  # → (source, found)
+    unmapped: int = 0
+
+
+def _suffixes(spec: MetricSpec) -> tuple[str, ...]:
+    return ("_bucket", "_sum", "_count") if spec.type is MetricType.HISTOGRAM else ("",)
+
+
+@cache
+def wanted_samples() -> dict[str, tuple[MetricSpec, str]]:
+    """Every vLLM sample name any release may expose for a canonical metric → (spec, suffix)."""
+    return {
+        source + suffix: (spec, suffix)
+        for spec, sources in vllm.SOURCES.items()
+        for source in sources
+        for suffix in _suffixes(spec)
+    }
+
+
+@cache
+def plan_for(release: Release) -> Plan:
+    expected = {}
+    for spec, sources in vllm.SOURCES.items():
+        for source in sources:
+            if source in release.expected:
+                expected[spec] = source
+                break
+    return Plan(release, expected)
+
+
+def choose_release(releases: Releases, version_text: str | None, families: set[str]) -> tuple[Release, str, str]:
+    """(release whose mapping applies, version label, version_source)."""
+    key = parse_version(version_text) if version_text else None
+    if key is not None:
+        return releases.at(key), version_text or "", "endpoint"
+    inferred = releases.infer(families)
+    return inferred, inferred.version, "inferred"
+
+
+def _family_of(sample: str, suffix: str) -> str:
+    return sample[: len(sample) - len(suffix)] if suffix else sample
+
+
+def map_body(
+    body: str,
+    identity: Mapping[str, str],
+    version_text: str | None,
+    releases: Releases,
+    max_samples: int,
+) -> Mapped:
+    """Map a vLLM /metrics body. Raises parser.ParseError on a body that is not the text format."""
+    wanted = wanted_samples()
+    parsed = parser.parse(body, wanted, vllm.FAMILY_PREFIX, max_samples)
+    families = parsed.families | {_family_of(name, wanted[name][1]) for name in parsed.samples}
+    families |= {f + "_total" for f in parsed.families}  # some clients declare counters without `_total`
+    release, version, version_source = choose_release(releases, version_text, families)
+    plan = plan_for(release)
+    result = Mapped(version=version, version_source=version_source)
+    result.unmapped = sum(1 for f in parsed.families if not _known(f, releases.known))
+    head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
+    for spec, source in plan.expected.items():
+        found = source in families
+        result.present[spec] = (source, found)
+        if not found:
+            continue
+        out = result.samples.setdefault(spec, [])
+        for suffix in _suffixes(spec):
+            for labels, value in parsed.samples.get(source + suffix, ()):
+                out.append((suffix, _label_block(head, labels), value))
+    return result
+
+
+def _known(family: str, known: frozenset[str]) -> bool:
+    """Whether any release exposes `family`; `X_created` (counter/histogram creation times) counts as `X`."""
+    if family.endswith("_created"):
+        family = family[: -len("_created")]
+    return family in known or family + "_total" in known
+
+
+def _label_block(head: str, labels: tuple[tuple[str, str], ...]) -> str:
+    model = dp_rank = ""
+    rest = []
+    le = None
+    for key, value in labels:
+        if key == "model_name":
+            model = value
+        elif key == "engine":
+            dp_rank = value
+        elif key == "le":
+            le = value
+        elif key in IDENTITY or key in ("model", "dp_rank"):
+            rest.append((f"exported_{key}", value))  # never let a source label overwrite our identity
+        else:
+            rest.append((key, value))
+    parts = [head, f'model="{escape_label_value(model)}"', f'dp_rank="{escape_label_value(dp_rank)}"']
+    parts.extend(f'{key}="{escape_label_value(value)}"' for key, value in rest)
+    if le is not None:
+        parts.append(f'le="{le}"')
+    return "{" + ",".join(parts) + "}"

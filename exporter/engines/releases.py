@@ -1,0 +1,128 @@
+"""Which metric families each vLLM release exposes, derived from vLLM's own release sources.
+
+`data/vllm_metrics_by_version.json` (repository root) was read from the sdists of every release
+0.5.0 → 0.33.0; `derive()` condenses it to what the mapping needs and `exporter/engines/data/
+vllm_releases.json` is that condensed form (regenerate: `python -m exporter.engines.releases --write`;
+a test fails on drift). Only series the default engine exposes *without flags* count as expected:
+conditional series (LoRA, speculative decoding, KV connectors) and hidden ones are known but not expected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+Version = tuple[int, ...]
+SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
+DERIVED = Path(__file__).resolve().parent / "data" / "vllm_releases.json"
+
+
+def parse_version(text: str) -> Version | None:
+    """The numeric release of a version string: "0.10.1.1" → (0, 10, 1, 1); "0.11.2.post2+cpu" → (0, 11, 2)."""
+    parts: list[int] = []
+    for piece in text.strip().lstrip("v").replace("+", ".").replace("-", ".").split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts) if parts else None
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    key: Version
+    expected: frozenset[str]  # families exposed by default, without flags
+
+
+@dataclass(frozen=True)
+class Releases:
+    releases: tuple[Release, ...]  # oldest first
+    known: frozenset[str]  # every family any release can expose (hidden and conditional included)
+
+    def at(self, version: Version) -> Release:
+        """The newest release not newer than `version` (the oldest for anything older, the newest beyond)."""
+        chosen = self.releases[0]
+        for release in self.releases:
+            if release.key <= version:
+                chosen = release
+        return chosen
+
+    @property
+    def newest(self) -> Release:
+        return self.releases[-1]
+
+    def infer(self, families: set[str]) -> Release:
+        """The release whose expected families best match `families` (Jaccard; newest wins ties)."""
+        best, best_score = self.newest, -1.0
+        for release in self.releases:
+            union = len(release.expected | families) or 1
+            score = len(release.expected & families) / union
+            if score >= best_score:
+                best, best_score = release, score
+        return best
+
+
+def derive(source: dict[str, Any]) -> dict[str, Any]:
+    """The condensed form of the per-release table: expected families per release and all known families."""
+    releases = {}
+    for version, metrics in source["versions"].items():
+        key = parse_version(version)
+        expected = sorted(
+            m["name"]
+            for m in metrics
+            if m["enabled_when"].startswith("always")
+            and not m["enabled_when"].startswith("always (prometheus_fastapi")
+            and not _hidden(m, key)
+            and m["name"].startswith("vllm:")
+        )
+        releases[version] = expected
+    known = sorted(
+        {m["name"] for table in ("versions", "versions_non_default_engine") for ms in source[table].values() for m in ms}
+        | set(source["index"])
+    )
+    return {"source": "data/vllm_metrics_by_version.json", "releases": releases, "known": known}
+
+
+def _hidden(metric: dict[str, Any], key: Version | None) -> bool:
+    since = metric.get("hidden_since")
+    return bool(since) and key is not None and (parse_version(since) or ()) <= key
+
+
+@cache
+def load() -> Releases:
+    data = json.loads(resources.files("exporter.engines").joinpath("data/vllm_releases.json").read_text())
+    releases = tuple(
+        sorted(
+            (Release(v, parse_version(v) or (0,), frozenset(names)) for v, names in data["releases"].items()),
+            key=lambda r: r.key,
+        )
+    )
+    return Releases(releases, frozenset(data["known"]))
+
+
+def render_derived() -> str:
+    return json.dumps(derive(json.loads(SOURCE.read_text())), indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
+    args = parser.parse_args(argv)
+    text = render_derived()
+    if args.write:
+        DERIVED.write_text(text)
+        return 0
+    if DERIVED.read_text() != text:
+        print(f"{DERIVED} is out of date: run python -m exporter.engines.releases --write", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
