@@ -73,8 +73,8 @@ class Checker:
         tag = "(sparse: absent while healthy) " if sel.name in SPARSE else ""
         last = self._last_seen(sel.name)
         if last is not None:
-            ago = _duration(time.time() - last if self.now is None else self.now - last)
-            return f"{tag}{sel.name}: disappeared: present in the last {self.lookback}, last seen {ago} ago"
+            ago = "" if last != last else f", last seen {_duration((self.now or time.time()) - last)} ago"
+            return f"{tag}{sel.name}: disappeared: present in the last {self.lookback} but not now{ago}"
         hint = self._similar(sel.name)
         return f"{tag}{sel.name}: never present in the last {self.lookback} (not scraped, or renamed){hint}"
 
@@ -99,8 +99,12 @@ class Checker:
         return bool(self.prometheus.query(f"count({selector})"))
 
     def _last_seen(self, name: str) -> float | None:
+        """When `name` was last seen within the lookback (approximately), or None when it never was."""
+        if not self.prometheus.query(f"count(last_over_time({name}[{self.lookback}]))"):
+            return None
+        # a 1m-step subquery for the time: it can miss a series that lived less than a minute, hence the fallback
         result = self.prometheus.query(f"max(max_over_time(timestamp({name})[{self.lookback}:1m]))")
-        return float(result[0]["value"][1]) if result else None
+        return float(result[0]["value"][1]) if result else float("nan")
 
     def _similar(self, name: str) -> str:
         if self._names is None:
