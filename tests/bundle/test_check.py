@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 from collections.abc import Iterator
@@ -117,21 +116,17 @@ def test_alert_rules_are_checked_by_their_selectors(prom: str) -> None:
     assert renamed.reasons[0].startswith("vllm:gpu_cache_usage_perc: never present")
 
 
-def run_check(prom: str, files: list[Path], *extra: str) -> tuple[int, str]:
+def run_check(capsys: pytest.CaptureFixture[str], prom: str, files: list[Path], *extra: str) -> tuple[int, str]:
     parser = argparse.ArgumentParser()
     check.add_arguments(parser)
-    args = parser.parse_args(["--prometheus", prom, *map(str, files), *extra])
-    out = io.StringIO()
-    real = check.sys.stdout
-    check.sys.stdout = out
-    try:
-        code = check.run(args)
-    finally:
-        check.sys.stdout = real
-    return code, out.getvalue()
+    capsys.readouterr()
+    code = check.run(parser.parse_args(["--prometheus", prom, *map(str, files), *extra]))
+    return code, capsys.readouterr().out
 
 
-def test_cli_flags_a_scaledobject_on_a_renamed_metric_and_exits_1(prom: str, tmp_path: Path) -> None:
+def test_cli_flags_a_scaledobject_on_a_renamed_metric_and_exits_1(
+    prom: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     scaled = {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -147,7 +142,7 @@ def test_cli_flags_a_scaledobject_on_a_renamed_metric_and_exits_1(prom: str, tmp
     (tmp_path / "keda.yaml").write_text(yaml.safe_dump(scaled))
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     (tmp_path / "dash.json").write_text(json.dumps(dashboard('sum(llm_requests_waiting{namespace=~"$namespace"})')))
-    code, out = run_check(prom, [tmp_path])
+    code, out = run_check(capsys, prom, [tmp_path])
     assert code == 1
     assert out.splitlines() == [
         f"EMPTY {tmp_path / 'keda.yaml'}: ScaledObject vllm trigger 1",
@@ -158,16 +153,16 @@ def test_cli_flags_a_scaledobject_on_a_renamed_metric_and_exits_1(prom: str, tmp
     ]
 
 
-def test_cli_passes_when_every_query_has_data(prom: str, tmp_path: Path) -> None:
+def test_cli_passes_when_every_query_has_data(prom: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "dash.json").write_text(json.dumps(dashboard('llm_requests_waiting{namespace=~"$namespace"}')))
-    code, out = run_check(prom, [tmp_path / "dash.json"], "--var", "namespace=demo")
+    code, out = run_check(capsys, prom, [tmp_path / "dash.json"], "--var", "namespace=demo")
     assert (code, out) == (0, "1 queries in 1 files: 1 ok, 0 empty, 0 errors, 0 empty as expected\n")
 
 
-def test_cli_bad_input_exits_2(prom: str, tmp_path: Path) -> None:
+def test_cli_bad_input_exits_2(prom: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "bad.yaml").write_text("groups: [\n")
-    assert run_check(prom, [tmp_path / "bad.yaml"])[0] == 2
-    assert run_check("http://127.0.0.1:9", [tmp_path / "bad.yaml"])[0] == 2
+    assert run_check(capsys, prom, [tmp_path / "bad.yaml"])[0] == 2
+    assert run_check(capsys, "http://127.0.0.1:9", [tmp_path / "bad.yaml"])[0] == 2
 
 
 def test_unreachable_prometheus_is_a_clear_error() -> None:

@@ -1,0 +1,119 @@
+"""The alert rules: promtool accepts and unit-tests them, and every alert meets the contract."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from alerts import rules
+from alerts.thresholds import DEFAULT, RUNBOOK_URL
+from exporter.bundle import render
+from tests.bundle.servers import PROMTOOL
+
+ROOT = render.ROOT
+RULE_FILE = ROOT / "alerts/llm-exporter.rules.yaml"
+TESTS = sorted((ROOT / "alerts/tests").glob("*.yaml"))
+CONTRACT = [
+    "LLMTimeToFirstTokenP99High",
+    "LLMInterTokenLatencyP99High",
+    "LLMRequestQueueBacklog",
+    "LLMKVCacheNearlyFull",
+    "LLMEngineDown",
+    "LLMMetricMissing",
+    "LLMPodPendingWithFreeGPUs",
+    "LLMGPUMemoryNearlyFull",
+    "LLMGPULost",
+    "LLMExporterCollectorFailing",
+    "LLMExporterDown",
+]
+
+
+def promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def loaded_rules() -> list[dict[str, object]]:
+    return [r for g in yaml.safe_load(RULE_FILE.read_text())["groups"] for r in g["rules"]]
+
+
+def test_promtool_checks_the_rule_files(tmp_path: Path) -> None:
+    spec = yaml.safe_load((ROOT / "deploy/base/generated/prometheusrule.yaml").read_text())["spec"]
+    (tmp_path / "from-prometheusrule.yaml").write_text(yaml.safe_dump(spec))
+    files = [RULE_FILE, ROOT / "alerts/vllm-compat.rules.yaml", tmp_path / "from-prometheusrule.yaml"]
+    done = promtool("check", "rules", *map(str, files))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 11 rules found" in done.stdout
+
+
+def test_promtool_unit_tests_pass() -> None:
+    done = promtool("test", "rules", *map(str, TESTS))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_promtool_unit_tests_fail_when_a_threshold_moves(tmp_path: Path) -> None:
+    # The unit tests pin behaviour: render the rules with another queue threshold and they must notice.
+    from dataclasses import replace
+
+    from alerts import formats
+
+    (tmp_path / "llm-exporter.rules.yaml").write_text(formats.rule_file(replace(DEFAULT, queue_waiting=10)))
+    (tmp_path / "tests").mkdir()
+    test = tmp_path / "tests/engine.yaml"
+    test.write_text((ROOT / "alerts/tests/engine.yaml").read_text())
+    done = promtool("test", "rules", str(test))
+    assert done.returncode != 0
+    assert "LLMRequestQueueBacklog" in done.stdout + done.stderr
+
+
+def test_alert_names_are_the_contract() -> None:
+    assert sorted(r["alert"] for r in loaded_rules()) == sorted(CONTRACT)
+
+
+@pytest.mark.parametrize("rule", loaded_rules(), ids=lambda r: str(r["alert"]))
+def test_every_alert_has_for_severity_summary_description_and_runbook(rule: dict[str, object]) -> None:
+    assert re.fullmatch(r"\d+[smh]", str(rule["for"]))
+    labels, annotations = rule["labels"], rule["annotations"]
+    assert isinstance(labels, dict) and isinstance(annotations, dict)
+    assert labels["severity"] in ("critical", "warning", "info")
+    assert set(annotations) == {"summary", "description", "runbook_url"}
+    assert annotations["summary"] and annotations["description"]
+    assert annotations["runbook_url"] == f"{RUNBOOK_URL}#{str(rule['alert']).lower()}"
+
+
+def github_anchors(markdown: str) -> set[str]:
+    """GitHub's heading slugs: lowercase, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#+\s+(.+?)\s*$", markdown, flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_runbook_url_points_at_an_anchor_of_the_runbook() -> None:
+    anchors = github_anchors((ROOT / RUNBOOK_URL).read_text())
+    for alert in rules.alerts():
+        assert alert.anchor in anchors, f"docs/runbook.md lacks a '## {alert.name}' section"
+
+
+def test_every_alert_fires_in_one_unit_test_and_stays_silent_in_another() -> None:
+    fires: set[str] = set()
+    silent: set[str] = set()
+    for path in TESTS:
+        for case in yaml.safe_load(path.read_text())["tests"]:
+            for t in case.get("alert_rule_test", []):
+                (fires if t.get("exp_alerts") else silent).add(t["alertname"])
+    assert fires == set(CONTRACT)
+    assert silent == set(CONTRACT)
+
+
+def test_grafana_rules_carry_the_same_alerts() -> None:
+    import json
+
+    data = json.loads((ROOT / "alerts/grafana-alert-rules.json").read_text())
+    got = {
+        r["grafana_alert"]["title"]: (r["for"], r["labels"]["severity"], r["grafana_alert"]["data"][0]["model"]["expr"])
+        for g in data["groups"]
+        for r in g["rules"]
+    }
+    assert got == {a.name: (a.for_, a.severity, a.query) for a in rules.alerts()}
