@@ -56,6 +56,11 @@ def wanted_samples() -> dict[str, tuple[MetricSpec, str]]:
 
 
 @cache
+def source_families() -> frozenset[str]:
+    return frozenset(source for sources in vllm.SOURCES.values() for source in sources)
+
+
+@cache
 def plan_for(release: Release) -> Plan:
     expected = {}
     for spec, sources in vllm.SOURCES.items():
@@ -71,7 +76,7 @@ def choose_release(releases: Releases, version_text: str | None, families: set[s
     key = parse_version(version_text) if version_text else None
     if key is not None:
         return releases.at(key), version_text or "", "endpoint"
-    inferred = releases.infer(families)
+    inferred = releases.infer(families, source_families())
     return inferred, inferred.version, "inferred"
 
 

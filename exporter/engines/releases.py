@@ -57,12 +57,18 @@ class Releases:
     def newest(self) -> Release:
         return self.releases[-1]
 
-    def infer(self, families: set[str]) -> Release:
-        """The release whose expected families best match `families` (Jaccard; newest wins ties)."""
+    def infer(self, families: set[str], relevant: frozenset[str]) -> Release:
+        """The release whose expected families best match `families` (Jaccard; newest wins ties).
+
+        Only `relevant` families count: the names that renames touched tell releases apart, while series
+        that many releases share would drown them.
+        """
         best, best_score = self.newest, -1.0
+        found = families & relevant
         for release in self.releases:
-            union = len(release.expected | families) or 1
-            score = len(release.expected & families) / union
+            expected = release.expected & relevant
+            union = len(expected | found) or 1
+            score = len(expected & found) / union
             if score >= best_score:
                 best, best_score = release, score
         return best

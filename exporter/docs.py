@@ -1,0 +1,67 @@
+"""Generate `docs/metrics.md` from the catalogue (`python -m exporter.docs --write`; a test fails on drift)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from exporter.catalogue import ALL
+from exporter.engines.table import render_table
+
+OUT = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+SECTIONS = {
+    "engine": "Engine (node role)",
+    "gpu": "GPU (node role)",
+    "cluster": "Cluster (cluster role)",
+    "exporter": "Exporter",
+}
+
+
+def render() -> str:
+    lines = [
+        "# Metric reference",
+        "",
+        "Generated from `exporter/catalogue/` by `python -m exporter.docs --write`; do not edit by hand.",
+        "Stable names are a contract: a rename keeps the old name for one minor release, marked DEPRECATED.",
+        "",
+    ]
+    for subsystem, title in SECTIONS.items():
+        lines += [f"## {title}", "", "| metric | type | unit | labels | stability | help |", "|---|---|---|---|---|---|"]
+        for spec in (s for s in ALL if s.subsystem == subsystem):
+            labels = ", ".join(f"`{label}`" for label in spec.labels) or "—"
+            help_text = spec.help.replace("|", "\\|") + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
+            lines.append(
+                f"| `{spec.name}` | {spec.type.value} | {spec.unit or '—'} | {labels} | {spec.stability.value} "
+                f"| {help_text} |"
+            )
+        lines.append("")
+    lines += [
+        "## vLLM sources per release",
+        "",
+        "Which vLLM family feeds each canonical metric, release by release (`llm-exporter mappings`). A release",
+        "newer than the table uses the newest mapping. `—`: the release exposes no source; the metric is absent",
+        "and no `llm_metric_present` series is emitted for it.",
+        "",
+        render_table(markdown=True),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.write:
+        OUT.parent.mkdir(exist_ok=True)
+        OUT.write_text(text)
+        return 0
+    if not OUT.exists() or OUT.read_text() != text:
+        print(f"{OUT} is out of date: run python -m exporter.docs --write", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

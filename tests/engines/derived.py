@@ -1,0 +1,36 @@
+"""Older vLLM name sets, derived from a recorded 0.32.0 body by undoing vLLM's renames.
+
+0.8.2 and older: no `engine` label; `gpu_cache_usage_perc`, `time_per_output_token_seconds`,
+`gpu_prefix_cache_*` (0.8.x). 0.10.2: both old and new names for the KV cache and ITL.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.engines.engine_servers import recorded
+
+OLD_NAMES = {
+    "vllm:kv_cache_usage_perc": "vllm:gpu_cache_usage_perc",
+    "vllm:inter_token_latency_seconds": "vllm:time_per_output_token_seconds",
+    "vllm:prefix_cache_queries": "vllm:gpu_prefix_cache_queries",
+    "vllm:prefix_cache_hits": "vllm:gpu_prefix_cache_hits",
+}
+
+
+def body_0_8_2() -> str:
+    body = recorded("0.32.0")
+    for new, old in OLD_NAMES.items():
+        body = re.sub(re.escape(new) + r"(?=[_{ ])", old, body)
+    return re.sub(r'engine="\d+",?', "", body).replace(",}", "}")
+
+
+def body_0_10_2() -> str:
+    """Both names side by side, as 0.10.2 emits them (the old ones deprecated)."""
+    body = recorded("0.32.0")
+    extra = []
+    for line in body.splitlines():
+        for new in ("vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds"):
+            if line.startswith(new) or line.startswith(f"# TYPE {new}") or line.startswith(f"# HELP {new}"):
+                extra.append(line.replace(new, OLD_NAMES[new]))
+    return body + "\n".join(extra) + "\n"

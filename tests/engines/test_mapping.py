@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from exporter.catalogue import engine as m
+from exporter.engines import mapping, vllm
+from exporter.engines.collector import Outcome, build_families
+from exporter.engines.releases import SOURCE, load, parse_version
+from exporter.engines.targets import from_url
+from exporter.exposition import render
+from tests.engines import derived
+from tests.engines.engine_servers import recorded
+
+GOLDEN = Path(__file__).parent / "golden"
+ID = {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}
+
+
+def exposition(body: str, version: str | None) -> str:
+    mapped = mapping.map_body(body, ID, version, load(), 100000)
+    return render(build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)]))
+
+
+def check_golden(name: str, text: str) -> None:
+    text = re.sub(r"(llm_engine_scrape_duration_seconds\{[^}]*\}) .*", r"\1 <masked>", text)
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs; UPDATE_GOLDEN=1 rewrites it"
+
+
+def samples_of(text: str, name: str) -> dict[str, float]:
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name)}
+
+
+def test_golden_0_32_0() -> None:
+    check_golden("vllm-0.32.0.prom", exposition(recorded("0.32.0"), "0.32.0"))
+
+
+def test_golden_0_8_2_derived_names() -> None:
+    check_golden("vllm-0.8.2.prom", exposition(derived.body_0_8_2(), "0.8.2"))
+
+
+def test_old_and_new_names_give_the_same_canonical_values() -> None:
+    new = exposition(recorded("0.32.0"), "0.32.0")
+    old = exposition(derived.body_0_8_2(), "0.8.2")
+    for spec in (m.KV_CACHE_USAGE, m.INTER_TOKEN_LATENCY, m.PREFIX_CACHE_HITS, m.TIME_TO_FIRST_TOKEN):
+        ours = {k.replace(',dp_rank="0"', ',dp_rank=""'): v for k, v in samples_of(new, spec.name).items()}
+        assert ours == samples_of(old, spec.name), spec.name
+        assert ours
+
+
+def test_both_names_emitted_prefers_the_new_one_without_duplicates() -> None:
+    text = exposition(derived.body_0_10_2(), "0.10.2")
+    assert 'source="vllm:kv_cache_usage_perc",version="0.10.2"} 1' in text
+    assert len(samples_of(text, "llm_kv_cache_usage_ratio")) == 1
+
+
+def test_silent_rename_is_present_0_and_absent_never_0() -> None:
+    body = recorded("0.32.0").replace("vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_fraction")
+    text = exposition(body, "0.32.0")
+    assert (
+        'llm_metric_present{namespace="demo",pod="vllm-0",engine="vllm",metric="llm_kv_cache_usage_ratio",'
+        'source="vllm:kv_cache_usage_perc",version="0.32.0"} 0'
+    ) in text
+    assert "llm_kv_cache_usage_ratio{" not in text and "# TYPE llm_kv_cache_usage_ratio" not in text
+    assert 'llm_engine_unmapped_metrics{namespace="demo",pod="vllm-0",engine="vllm"} 1' in text
+
+
+def test_version_inferred_without_endpoint_and_newer_release_uses_newest_mapping() -> None:
+    mapped = mapping.map_body(derived.body_0_8_2(), ID, None, load(), 100000)
+    assert mapped.version_source == "inferred"
+    assert mapped.present[m.KV_CACHE_USAGE] == ("vllm:gpu_cache_usage_perc", True)
+    future = mapping.map_body(recorded("0.32.0"), ID, "0.99.1", load(), 100000)
+    assert future.version == "0.99.1" and future.present[m.INTER_TOKEN_LATENCY][1]
+    assert load().at(parse_version("0.99.1") or ()) == load().newest
+
+
+@pytest.mark.parametrize(
+    ("version", "kv", "itl", "prefix"),
+    [
+        ("0.6.0", "vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", None),
+        ("0.8.5", "vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:gpu_prefix_cache_hits_total"),
+        ("0.9.2", "vllm:kv_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:prefix_cache_hits_total"),
+        ("0.10.2", "vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:prefix_cache_hits_total"),
+        ("0.11.0", "vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:prefix_cache_hits_total"),
+        ("0.33.0", "vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:prefix_cache_hits_total"),
+    ],
+)
+def test_renames_land_where_the_history_says(version: str, kv: str, itl: str, prefix: str | None) -> None:
+    plan = mapping.plan_for(load().at(parse_version(version) or ()))
+    assert plan.expected[m.KV_CACHE_USAGE] == kv
+    assert plan.expected[m.INTER_TOKEN_LATENCY] == itl
+    assert plan.expected.get(m.PREFIX_CACHE_HITS) == prefix
+
+
+def test_mapping_is_right_for_every_release_in_the_source_table() -> None:
+    """Against the raw per-release table: every expected source is a default series of that release, and a
+    canonical metric is only left unmapped where the release has none of its sources."""
+    source = json.loads(SOURCE.read_text())
+    for version, metrics in source["versions"].items():
+        default = {x["name"] for x in metrics if x["enabled_when"] == "always" and not x.get("hidden_since")}
+        hidden = {x["name"] for x in metrics if x.get("hidden_since")}
+        plan = mapping.plan_for(load().at(parse_version(version) or ()))
+        for spec, candidates in vllm.SOURCES.items():
+            chosen = plan.expected.get(spec)
+            available = [c for c in candidates if c in default and c not in hidden]
+            assert chosen == (available[0] if available else None), (version, spec.name)
+            assert chosen != "vllm:request_time_per_output_token_seconds"
