@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
 
-from alerts import rules
+from alerts import formats, rules
 from alerts.thresholds import DEFAULT, RUNBOOK_URL
 from exporter.bundle import render
 from tests.bundle.servers import PROMTOOL
@@ -56,10 +58,6 @@ def test_promtool_unit_tests_pass() -> None:
 
 def test_promtool_unit_tests_fail_when_a_threshold_moves(tmp_path: Path) -> None:
     # The unit tests pin behaviour: render the rules with another queue threshold and they must notice.
-    from dataclasses import replace
-
-    from alerts import formats
-
     (tmp_path / "llm-exporter.rules.yaml").write_text(formats.rule_file(replace(DEFAULT, queue_waiting=10)))
     (tmp_path / "tests").mkdir()
     test = tmp_path / "tests/engine.yaml"
@@ -108,8 +106,6 @@ def test_every_alert_fires_in_one_unit_test_and_stays_silent_in_another() -> Non
 
 
 def test_grafana_rules_carry_the_same_alerts() -> None:
-    import json
-
     data = json.loads((ROOT / "alerts/grafana-alert-rules.json").read_text())
     got = {
         r["grafana_alert"]["title"]: (r["for"], r["labels"]["severity"], r["grafana_alert"]["data"][0]["model"]["expr"])
