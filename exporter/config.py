@@ -39,10 +39,12 @@ class Target:
 
     def validate(self) -> list[str]:
         parts = urlsplit(self.url)
+        errors = []
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            return [f"url: {self.url!r} is not an http(s) URL with a host"]
+            errors.append(f"url: {self.url!r} is not an http(s) URL with a host")
         bad = sorted(set(self.labels) - {"namespace", "pod"})
-        return [f"labels.{key}: only 'namespace' and 'pod' are allowed" for key in bad]
+        errors += [f"labels.{key}: only 'namespace' and 'pod' are allowed" for key in bad]
+        return errors
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ def _build(tp: Any, value: Any, path: str, errors: list[str]) -> Any:
         errors.extend(f"{_join(path, name)}: required key missing" for name in missing)
         if missing or any(v is None for v in kwargs.values()):
             return None  # the errors are recorded; do not build a half-valid object
-        obj = tp(**kwargs)
+        obj = typing.cast(Any, tp)(**kwargs)
         validate = getattr(obj, "validate", None)
         if validate is not None:
             errors.extend(f"{_join(path, msg)}" for msg in validate())

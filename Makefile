@@ -1,0 +1,54 @@
+# One task runner; CI runs `make test` (through .ci/run).
+PY := .venv/bin/python
+
+.PHONY: setup demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster vllm-env clean
+
+setup:
+	@bash scripts/setup.sh
+
+## The main job on its embedded default: a local vLLM (CPU, tiny model) + the exporter, live.
+demo: setup
+	$(PY) -m exporter demo
+
+serve: setup
+	$(PY) -m exporter serve --config examples/config.yaml
+
+## The whole test suite, the real-vLLM end-to-end test and the real Prometheus/Alertmanager ones included.
+test: setup
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: setup
+	.venv/bin/ruff check exporter tests bench dashboards alerts
+
+typecheck: setup
+	.venv/bin/mypy exporter
+
+check: lint typecheck test
+
+## Regenerate every generated file (metric docs, release table, dashboards, rules).
+generate: setup
+	$(PY) -m exporter.engines.releases --write
+	$(PY) -m exporter.docs --write
+	$(PY) -m exporter.bundle
+
+generate-check: setup
+	$(PY) -m exporter.engines.releases
+	$(PY) -m exporter.docs
+	$(PY) -m exporter.bundle --check
+
+vllm-env: setup
+	$(PY) -c 'from exporter.demo import vllm_env as v; p = v.ensure_venv(); v.ensure_model(p)'
+
+bench: bench-parse bench-gpu bench-cluster
+
+bench-parse: setup
+	$(PY) bench/bench_parse.py
+
+bench-gpu: setup
+	$(PY) bench/bench_gpu.py
+
+bench-cluster: setup
+	$(PY) bench/bench_cluster.py --scale 1
+
+clean:
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache

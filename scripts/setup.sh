@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Set up everything the exporter and its test suite need on a Debian machine:
+# Debian packages (Prometheus and promtool, Alertmanager, a C compiler, venv), then the project venv.
+# Idempotent: a second run only checks. The vLLM CPU environment is created on first use, in a cache folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v promtool >/dev/null || need+=(prometheus)
+command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
+command -v cc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if ! command -v kubectl >/dev/null; then need+=(kubernetes-client); fi
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing Debian packages: ${need[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+  touch "$stamp"
+fi

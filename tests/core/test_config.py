@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from exporter import config
+
+
+def test_defaults_and_design_example() -> None:
+    cfg = config.parse(
+        """
+engines:
+  timeout_seconds: 3
+  targets:
+    - url: http://127.0.0.1:8000
+      labels: {namespace: demo, pod: vllm-0}
+  kubernetes_discovery: {enabled: false}
+gpu: {enabled: auto}
+"""
+    )
+    assert cfg.engines.targets[0].labels == {"namespace": "demo", "pod": "vllm-0"}
+    assert cfg.engines.timeout_seconds == 3.0 and cfg.gpu.enabled == "auto"
+    assert config.parse("") == config.Config()
+    assert config.parse("gpu: {enabled: false}").gpu.enabled == "false"
+
+
+def test_every_bad_key_is_reported_at_once() -> None:
+    with pytest.raises(config.ConfigError) as info:
+        config.parse(
+            "engines:\n  timeout_seconds: fast\n  targets: [{urll: x}, {url: 'ftp://x', labels: {team: a}}]\n"
+            "gpu: {enabled: maybe}\ncluster: {page_size: 0}\nextra: 1\n"
+        )
+    assert info.value.errors == [
+        "engines.timeout_seconds: expected float, got str 'fast'",
+        "engines.targets[0].urll: unknown key (known: engine, labels, url)",
+        "engines.targets[0].url: required key missing",
+        "engines.targets[1].url: 'ftp://x' is not an http(s) URL with a host",
+        "engines.targets[1].labels.team: only 'namespace' and 'pod' are allowed",
+        "gpu.enabled: must be one of auto, true, false, got 'maybe'",
+        "cluster.page_size: must be positive",
+        "extra: unknown key (known: cluster, engines, gpu)",
+    ]
+
+
+def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
+    with pytest.raises(config.ConfigError, match="cannot read"):
+        config.load(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("engines: [unclosed\n")
+    with pytest.raises(config.ConfigError, match="not valid YAML"):
+        config.load(bad)
+    with pytest.raises(config.ConfigError, match="config: expected a mapping"):
+        config.parse("- a list\n")

@@ -1,0 +1,70 @@
+"""The engine collector against real loopback servers that misbehave: only the broken target degrades."""
+
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+
+import pytest
+
+from exporter.config import Engines, Target
+from exporter.engines.collector import EngineCollector
+from exporter.exposition import render
+from tests.engines.engine_servers import engine_server, recorded
+
+
+def scrape(*targets: tuple[str, str], timeout: float = 1.0, max_bytes: int = 8 << 20) -> tuple[str, float]:
+    config = Engines(
+        timeout_seconds=timeout,
+        max_response_bytes=max_bytes,
+        targets=[Target(url=url, labels={"namespace": "t", "pod": pod}) for url, pod in targets],
+    )
+    collector = EngineCollector(config)
+    try:
+        start = time.monotonic()
+        text = render(collector.collect())
+        return text, time.monotonic() - start
+    finally:
+        collector.close()
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [("hang", "timeout"), ("drip", "timeout"), ("500", "http_status"), ("garbage", "parse"), ("huge", "too_large")],
+)
+def test_a_broken_target_degrades_only_its_own_series(mode: str, reason: str) -> None:
+    with ExitStack() as stack:
+        good = stack.enter_context(engine_server("ok", recorded("0.32.0")))
+        bad = stack.enter_context(engine_server(mode, recorded("0.32.0")))
+        text, took = scrape((good.url, "good"), (bad.url, "bad"), timeout=1.0, max_bytes=1 << 20)
+    assert took < 1.6, "the scrape must answer within the engine timeout"
+    assert 'llm_engine_up{namespace="t",pod="bad",engine="vllm"} 0' in text
+    assert f'llm_engine_scrape_error{{namespace="t",pod="bad",engine="vllm",reason="{reason}"}} 1' in text
+    assert 'llm_engine_up{namespace="t",pod="good",engine="vllm"} 1' in text
+    assert 'llm_requests_waiting{namespace="t",pod="good",engine="vllm",model="tiny",dp_rank="0"} 0' in text
+    assert 'pod="bad",engine="vllm",model=' not in text  # no fake zeros for the broken target
+
+
+def test_connection_refused() -> None:
+    with engine_server("ok") as server:
+        url = server.url
+    text, _ = scrape((url, "gone"))
+    assert 'llm_engine_scrape_error{namespace="t",pod="gone",engine="vllm",reason="connect"} 1' in text
+
+
+def test_exact_exposition_for_a_minimal_engine() -> None:
+    body = (
+        "# TYPE vllm:num_requests_waiting gauge\n"
+        'vllm:num_requests_waiting{engine="0",model_name="m"} 3.0\n'
+        "# TYPE vllm:brand_new_metric gauge\nvllm:brand_new_metric 1.0\n"
+    )
+    with engine_server("ok", body, version=None) as server:
+        text, _ = scrape((server.url, "p"))
+    lines = [line for line in text.splitlines() if not line.startswith("#") and "scrape_duration" not in line]
+    assert lines[:1] == ['llm_requests_waiting{namespace="t",pod="p",engine="vllm",model="m",dp_rank="0"} 3']
+    assert 'llm_engine_up{namespace="t",pod="p",engine="vllm"} 1' in lines
+    assert 'llm_engine_unmapped_metrics{namespace="t",pod="p",engine="vllm"} 1' in lines
+    assert any(line.startswith('llm_engine_info{namespace="t",pod="p",engine="vllm",version=') and
+               'version_source="inferred"} 1' in line for line in lines)  # fmt: skip
+    missing = [line for line in lines if line.startswith("llm_metric_present") and line.endswith(" 0")]
+    assert missing and all('metric="llm_requests_waiting"' not in line for line in missing)
