@@ -68,7 +68,7 @@ def test_promtool_unit_tests_fail_when_a_threshold_moves(tmp_path: Path) -> None
 
 
 def test_alert_names_are_the_contract() -> None:
-    assert sorted(r["alert"] for r in loaded_rules()) == sorted(CONTRACT)
+    assert sorted(str(r["alert"]) for r in loaded_rules()) == sorted(CONTRACT)
 
 
 @pytest.mark.parametrize("rule", loaded_rules(), ids=lambda r: str(r["alert"]))
