@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 import sys
 import time
 from collections.abc import Iterable
@@ -73,7 +74,7 @@ class Checker:
         tag = "(sparse: absent while healthy) " if sel.name in SPARSE else ""
         last = self._last_seen(sel.name)
         if last is not None:
-            ago = "" if last != last else f", last seen {_duration((self.now or time.time()) - last)} ago"
+            ago = "" if math.isnan(last) else f", last seen {_duration((self.now or time.time()) - last)} ago"
             return f"{tag}{sel.name}: disappeared: present in the last {self.lookback} but not now{ago}"
         hint = self._similar(sel.name)
         return f"{tag}{sel.name}: never present in the last {self.lookback} (not scraped, or renamed){hint}"
