@@ -14,7 +14,7 @@ of one recompute of the cluster view (the peer recomputes from its models). Ever
 every pod is kept: the worst case for memory. Target: ours well under 500 MB at scale 1.0.
 """
 
-# ruff: noqa: PLC0415 - each client process imports only its own side, after its memory baseline
+
 from __future__ import annotations
 
 import argparse

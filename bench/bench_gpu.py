@@ -40,12 +40,12 @@ def timed(fn: Callable[[], object], scrapes: int, rounds: int = 5) -> float:
 
 
 def child(scrapes: int) -> None:
-    import pynvml  # the peer uses the bindings directly  # noqa: PLC0415
+    import pynvml  # the peer uses the bindings directly
 
-    from exporter.exposition import render  # noqa: PLC0415
-    from exporter.gpu.collector import GpuCollector  # noqa: PLC0415
-    from exporter.gpu.gpm import GpmSampler  # noqa: PLC0415
-    from exporter.sources.nvml import PynvmlSource  # noqa: PLC0415
+    from exporter.exposition import render
+    from exporter.gpu.collector import GpuCollector
+    from exporter.gpu.gpm import GpmSampler
+    from exporter.sources.nvml import PynvmlSource
 
     source = PynvmlSource()
     collector = GpuCollector(source, sampler=GpmSampler(source, min_interval=0.0))
@@ -101,7 +101,7 @@ def main() -> None:
         child(args.scrapes)
         return
     sys.path.insert(0, str(ROOT / "tests" / "gpu"))
-    import stub_nvml_build  # type: ignore[import-not-found]  # noqa: PLC0415
+    import stub_nvml_build  # type: ignore[import-not-found]
 
     with tempfile.TemporaryDirectory() as tmp:
         libs = stub_nvml_build.build(Path(tmp))

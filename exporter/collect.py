@@ -68,7 +68,7 @@ class CollectorSet:
             if isinstance(collector, BackgroundCollector):
                 try:
                     collector.close()
-                except Exception:  # noqa: BLE001 - shutdown goes on for the others
+                except Exception:
                     log.exception("collector %s failed to close", collector.name)
 
     def collect(self) -> list[Family]:
@@ -83,7 +83,7 @@ class CollectorSet:
             except CollectorUnavailable as exc:
                 ok = 0.0
                 self._log(collector.name, f"unavailable: {exc}", logging.INFO)
-            except Exception as exc:  # noqa: BLE001 - isolation is the point
+            except Exception as exc:  # noqa: BLE001 - shutdown goes on for the others
                 ok = 0.0
                 self._log(collector.name, f"failed: {type(exc).__name__}: {exc}", logging.ERROR, exc)
             success.add((collector.name,), ok)

@@ -27,7 +27,12 @@ def render() -> str:
         "",
     ]
     for subsystem, title in SECTIONS.items():
-        lines += [f"## {title}", "", "| metric | type | unit | labels | stability | help |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"## {title}",
+            "",
+            "| metric | type | unit | labels | stability | help |",
+            "|---|---|---|---|---|---|",
+        ]
         for spec in (s for s in ALL if s.subsystem == subsystem):
             labels = ", ".join(f"`{label}`" for label in spec.labels) or "—"
             help_text = spec.help.replace("|", "\\|") + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")

@@ -28,7 +28,7 @@ def render_labels(pairs: Iterable[tuple[str, str]]) -> str:
 
 
 def format_value(value: float) -> str:
-    if value != value:  # NaN
+    if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
@@ -40,7 +40,7 @@ def format_value(value: float) -> str:
 class Family:
     """The samples of one catalogue metric for one scrape."""
 
-    __slots__ = ("spec", "samples")
+    __slots__ = ("samples", "spec")
 
     def __init__(self, spec: MetricSpec) -> None:
         self.spec = spec

@@ -62,7 +62,7 @@ class Handler(BaseHTTPRequestHandler):
     server: ExporterServer
     protocol_version = "HTTP/1.1"
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         scraper = self.server.scraper
         if path == "/metrics":
@@ -90,12 +90,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the stdlib's signature
+    def log_message(self, format: str, *args: object) -> None:
         log.debug("%s %s", self.address_string(), format % args)
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
-    """"HOST:PORT", ":PORT" or "[::1]:PORT" → (host, port). Raises ValueError."""
+    """ "HOST:PORT", ":PORT" or "[::1]:PORT" → (host, port). Raises ValueError."""
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
         raise ValueError(f"--listen {listen!r}: expected HOST:PORT")

@@ -46,7 +46,7 @@ def _load_dashboard(path: Path) -> Any:
 
 
 def dashboard_json(dashboard: Any) -> str:
-    from grafanalib._gen import DashboardEncoder  # noqa: PLC0415 - the optional `bundle` extra
+    from grafanalib._gen import DashboardEncoder
 
     # grafanalib's own write_dashboard format: sorted keys, indent 2, so the output is stable byte for byte
     return json.dumps(dashboard.to_json_data(), cls=DashboardEncoder, sort_keys=True, indent=2) + "\n"
@@ -80,7 +80,7 @@ def dashboard_configmap(dashboards: dict[str, str]) -> str:
 def outputs(root: Path = ROOT) -> dict[str, str]:
     """Every generated file: repository-relative path → content."""
     with _importable(root):
-        from alerts import compat, formats  # noqa: PLC0415 - a repository package, importable only here
+        from alerts import compat, formats
 
         files: dict[str, str] = {}
         configmap: dict[str, str] = {}

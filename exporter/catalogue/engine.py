@@ -44,7 +44,9 @@ PREFIX_CACHE_QUERIES = _c(
 PREFIX_CACHE_HITS = _c("llm_prefix_cache_hits_total", "Prefix-cache hits, in the unit of the queries.", SERIES)
 PREEMPTIONS = _c("llm_preemptions_total", "Requests preempted by the engine (KV cache pressure).", SERIES)
 REQUESTS_FINISHED = _c(
-    "llm_requests_finished_total", "Requests finished, by reason (stop, length, abort, ...).", (*SERIES, "finished_reason")
+    "llm_requests_finished_total",
+    "Requests finished, by reason (stop, length, abort, ...).",
+    (*SERIES, "finished_reason"),
 )
 
 ENGINE_UP = _g("llm_engine_up", "1 when the last scrape of this engine target succeeded, else 0.", SOURCE)
@@ -66,7 +68,9 @@ UNMAPPED_METRICS = _g(
     SOURCE,
 )
 SCRAPE_DURATION = _g(
-    "llm_engine_scrape_duration_seconds", "Time taken to fetch and map this engine target's metrics.", SOURCE,
+    "llm_engine_scrape_duration_seconds",
+    "Time taken to fetch and map this engine target's metrics.",
+    SOURCE,
     unit="seconds",
 )
 SCRAPE_ERROR = _g(

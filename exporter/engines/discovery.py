@@ -42,7 +42,9 @@ def pod_record(obj: dict[str, Any], prefix: str) -> PodRecord | None:
     if (prefix + "/scrape", "true") not in ours:
         return None
     status = obj.get("status") or {}
-    return PodRecord(meta.get("namespace", ""), meta.get("name", ""), status.get("podIP") or "", status.get("phase", ""), ours)
+    return PodRecord(
+        meta.get("namespace", ""), meta.get("name", ""), status.get("podIP") or "", status.get("phase", ""), ours
+    )
 
 
 def target_for(pod: PodRecord, config: KubernetesDiscovery) -> EngineTarget | None:

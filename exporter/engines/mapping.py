@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from exporter.catalogue.spec import MetricSpec, MetricType
 from exporter.engines import parser, vllm
@@ -120,6 +120,7 @@ def _known(family: str, known: frozenset[str]) -> bool:
     return family in known or family + "_total" in known
 
 
+@lru_cache(maxsize=1 << 16)  # the same series recur at every scrape
 def _label_block(head: str, labels: tuple[tuple[str, str], ...]) -> str:
     model = dp_rank = ""
     rest = []

@@ -89,7 +89,12 @@ def derive(source: dict[str, Any]) -> dict[str, Any]:
         )
         releases[version] = expected
     known = sorted(
-        {m["name"] for table in ("versions", "versions_non_default_engine") for ms in source[table].values() for m in ms}
+        {
+            m["name"]
+            for table in ("versions", "versions_non_default_engine")
+            for ms in source[table].values()
+            for m in ms
+        }
         | set(source["index"])
     )
     return {"source": "data/vllm_metrics_by_version.json", "releases": releases, "known": known}
@@ -97,7 +102,9 @@ def derive(source: dict[str, Any]) -> dict[str, Any]:
 
 def _hidden(metric: dict[str, Any], key: Version | None) -> bool:
     since = metric.get("hidden_since")
-    return bool(since) and key is not None and (parse_version(since) or ()) <= key
+    if not isinstance(since, str) or key is None:
+        return False
+    return (parse_version(since) or ()) <= key
 
 
 @cache

@@ -111,9 +111,9 @@ def build_gpu_collectors(config: Gpu) -> list[Collector]:
     """The node role's GPU collectors: NVML readings, and pod attribution from the kubelet."""
     if config.enabled == "false":
         return []
-    from exporter.gpu.pods import GpuPodsCollector  # noqa: PLC0415 - keeps grpc off the import path of `gpu`
-    from exporter.sources.nvml import PynvmlSource  # noqa: PLC0415
-    from exporter.sources.podresources import PodResourcesClient  # noqa: PLC0415
+    from exporter.gpu.pods import GpuPodsCollector
+    from exporter.sources.nvml import PynvmlSource
+    from exporter.sources.podresources import PodResourcesClient
 
     gpu = GpuCollector(PynvmlSource(), required=config.enabled == "true")
     pods = GpuPodsCollector(

@@ -62,7 +62,7 @@ class GpuPodsCollector:
             assignments = self._lister.list()
         except PodResourcesUnavailableError as exc:
             self._record(None, str(exc), unavailable=True)
-        except Exception as exc:  # noqa: BLE001 - any kubelet/gRPC failure is reported, the thread lives on
+        except Exception as exc:  # noqa: BLE001 - any kubelet failure keeps the last view
             self._record(None, f"{type(exc).__name__}: {exc}", unavailable=False)
         else:
             self._record(assignments, "", unavailable=False)

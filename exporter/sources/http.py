@@ -7,7 +7,6 @@ deadline, and the body is read in chunks so an oversized body is cut off, not bu
 from __future__ import annotations
 
 import http.client
-import socket
 import time
 from urllib.parse import urlsplit
 
@@ -35,7 +34,7 @@ def get(url: str, *, timeout: float, max_bytes: int, accept: str = "text/plain")
             conn.request("GET", path, headers={"Accept": accept, "User-Agent": "llm-exporter"})
             _set_timeout(conn, deadline)
             response = conn.getresponse()
-        except (TimeoutError, socket.timeout) as exc:
+        except TimeoutError as exc:
             raise FetchError("timeout", f"no answer within {timeout:g}s") from exc
         except OSError as exc:
             raise FetchError("connect", str(exc) or type(exc).__name__) from exc
@@ -52,7 +51,11 @@ def get(url: str, *, timeout: float, max_bytes: int, accept: str = "text/plain")
 
 
 def _read(
-    conn: http.client.HTTPConnection, response: http.client.HTTPResponse, deadline: float, max_bytes: int, timeout: float
+    conn: http.client.HTTPConnection,
+    response: http.client.HTTPResponse,
+    deadline: float,
+    max_bytes: int,
+    timeout: float,
 ) -> bytes:
     chunks: list[bytes] = []
     size = 0
@@ -66,7 +69,7 @@ def _read(
             if size > max_bytes:
                 raise FetchError("too_large", f"body larger than {max_bytes} bytes")
             chunks.append(chunk)
-    except (TimeoutError, socket.timeout) as exc:
+    except TimeoutError as exc:
         raise FetchError("timeout", f"body not complete within {timeout:g}s") from exc
     except http.client.HTTPException as exc:
         raise FetchError("protocol", str(exc) or type(exc).__name__) from exc

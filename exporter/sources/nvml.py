@@ -116,7 +116,7 @@ class PynvmlSource:
             if self._initialised:
                 return
             try:
-                import pynvml  # noqa: PLC0415 - imported lazily: a CPU machine may not even have the bindings
+                import pynvml
             except ImportError as exc:
                 raise NvmlError(NvmlErrorKind.UNAVAILABLE, f"nvidia-ml-py is not installed: {exc}") from exc
             self._nvml = pynvml

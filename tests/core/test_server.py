@@ -98,7 +98,9 @@ def test_listen_parsing() -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "exporter", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "exporter", *args], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_serve_with_a_bad_config_names_the_keys_and_exits_2(tmp_path: Path) -> None:

@@ -84,8 +84,10 @@ def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter:
     engine = {"namespace": "e2e", "pod": "vllm-0", "model": "tiny"}
     assert total(ours, "llm_time_to_first_token_seconds_count", **engine) == REQUESTS
     assert total(theirs, "vllm:time_to_first_token_seconds_count") == REQUESTS
-    assert total(ours, "llm_generation_tokens_total", **engine) == generated == total(
-        theirs, "vllm:generation_tokens_total"
+    assert (
+        total(ours, "llm_generation_tokens_total", **engine)
+        == generated
+        == total(theirs, "vllm:generation_tokens_total")
     )
     assert total(ours, "llm_prompt_tokens_total", **engine) == prompt == total(theirs, "vllm:prompt_tokens_total")
     assert total(ours, "llm_request_duration_seconds_count", **engine) == REQUESTS
@@ -93,7 +95,10 @@ def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter:
     for name, source in (("llm_requests_waiting", "vllm:num_requests_waiting"),
                          ("llm_requests_running", "vllm:num_requests_running")):  # fmt: skip
         assert total(ours, name, **engine) == total(theirs, source) == 0
-    assert 'llm_engine_info{namespace="e2e",pod="vllm-0",engine="vllm",version="0.32.0",version_source="endpoint"} 1' in ours
+    assert (
+        'llm_engine_info{namespace="e2e",pod="vllm-0",engine="vllm",version="0.32.0",version_source="endpoint"} 1'
+        in ours
+    )
     present = parser.parse(ours, {"llm_metric_present"}, "", 1000).samples["llm_metric_present"]
     assert len(present) == 15 and all(value == 1 for _, value in present)
     assert total(ours, "llm_engine_unmapped_metrics") == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -34,16 +35,16 @@ class EngineServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: EngineServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         srv = self.server
         if self.path == "/version":
             if srv.version is None:
                 self._reply(404, b"not found")
             else:
-                self._reply(200, ('{"version": "%s"}' % srv.version).encode())
+                self._reply(200, json.dumps({"version": srv.version}).encode())
             return
         mode = srv.mode
         if mode == "hang":
@@ -66,7 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif mode == "huge":  # no Content-Length: the cap must apply while reading
             self.send_response(200)
             self.end_headers()
-            line = b"vllm:num_requests_waiting{model_name=\"x\"} 1\n" * 1000
+            line = b'vllm:num_requests_waiting{model_name="x"} 1\n' * 1000
             try:
                 for _ in range(1000):
                     self.wfile.write(line)

@@ -22,7 +22,9 @@ ID = {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}
 
 def exposition(body: str, version: str | None) -> str:
     mapped = mapping.map_body(body, ID, version, load(), 100000)
-    return render(build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)]))
+    return render(
+        build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)])
+    )
 
 
 def check_golden(name: str, text: str) -> None:
@@ -34,7 +36,9 @@ def check_golden(name: str, text: str) -> None:
 
 
 def samples_of(text: str, name: str) -> dict[str, float]:
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name)}
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name)
+    }
 
 
 def test_golden_0_32_0() -> None:
@@ -84,7 +88,12 @@ def test_version_inferred_without_endpoint_and_newer_release_uses_newest_mapping
     ("version", "kv", "itl", "prefix"),
     [
         ("0.6.0", "vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", None),
-        ("0.8.5", "vllm:gpu_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:gpu_prefix_cache_hits_total"),
+        (
+            "0.8.5",
+            "vllm:gpu_cache_usage_perc",
+            "vllm:time_per_output_token_seconds",
+            "vllm:gpu_prefix_cache_hits_total",
+        ),
         ("0.9.2", "vllm:kv_cache_usage_perc", "vllm:time_per_output_token_seconds", "vllm:prefix_cache_hits_total"),
         ("0.10.2", "vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:prefix_cache_hits_total"),
         ("0.11.0", "vllm:kv_cache_usage_perc", "vllm:inter_token_latency_seconds", "vllm:prefix_cache_hits_total"),

@@ -15,9 +15,9 @@ def test_labels_with_escapes_and_spacing() -> None:
 
 def test_only_wanted_samples_are_parsed_and_typed_families_recorded() -> None:
     body = (
-        "# HELP vllm:x X.\n# TYPE vllm:x gauge\nvllm:x{model_name=\"m\"} 2.5\n"
-        "# TYPE python_gc_objects_collected_total counter\npython_gc_objects_collected_total{generation=\"0\"} 7\n"
-        "vllm:y_bucket{le=\"+Inf\"} 3\nvllm:z NaN\n"
+        '# HELP vllm:x X.\n# TYPE vllm:x gauge\nvllm:x{model_name="m"} 2.5\n'
+        '# TYPE python_gc_objects_collected_total counter\npython_gc_objects_collected_total{generation="0"} 7\n'
+        'vllm:y_bucket{le="+Inf"} 3\nvllm:z NaN\n'
     )
     result = parser.parse(body, {"vllm:x", "vllm:y_bucket", "vllm:z"}, "vllm:", 100)
     assert result.families == {"vllm:x"}
