@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _complete(url: str) -> None:
-    data = json.dumps({"model": "tiny", "prompt": LONG_PROMPT, "max_tokens": 32, "ignore_eos": True}).encode()
+    data = json.dumps({"model": "tiny", "prompt": LONG_PROMPT, "max_tokens": 64, "ignore_eos": True}).encode()
     request = urllib.request.Request(url + "/v1/completions", data=data, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=300) as response:
         response.read()
@@ -59,7 +59,10 @@ def run(args: argparse.Namespace) -> int:
     model = vllm_env.ensure_model(python, progress=step)
     workdir = Path(tempfile.mkdtemp(prefix="llm-exporter-demo-"))
     step(f"starting vLLM {args.vllm_version} on the CPU (log: {workdir / 'vllm.log'}); this takes a minute or two")
-    engine = vllm_env.start_server(python, model, vllm_env.free_port(), workdir / "vllm.log")
+    # Two sequences at a time: the tiny model is fast, and a small batch makes the queue visible.
+    engine = vllm_env.start_server(
+        python, model, vllm_env.free_port(), workdir / "vllm.log", extra_args=("--max-num-seqs", "2")
+    )
     stop = threading.Event()
     try:
         cfg = config.parse(
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             futures = [pool.submit(_complete, engine.url) for _ in range(requests)]
             while not all(f.done() for f in futures):
                 print(_line(live.snapshot(_fetch(metrics_url)), time.monotonic() - start), flush=True)
-                time.sleep(1.0)
+                time.sleep(0.5)
             for f in futures:
                 f.result()
         final = live.snapshot(_fetch(metrics_url))
