@@ -171,7 +171,9 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
         Alert(
             "LLMExporterCollectorFailing",
             exporter,
-            "llm_exporter_collector_success",
+            # a source absent by design (no NVML on a CPU node) is reported, but it is not a failure
+            "(llm_exporter_collector_success unless on (job, instance, collector) "
+            "(llm_exporter_collector_unavailable == 1))",
             "==",
             0,
             t.collector_failing_for,

@@ -75,20 +75,22 @@ class CollectorSet:
         families: list[Family] = []
         success = Family(exporter_self.COLLECTOR_SUCCESS)
         duration = Family(exporter_self.COLLECTOR_DURATION)
+        unavailable = Family(exporter_self.COLLECTOR_UNAVAILABLE)
         for collector in self.collectors:
             start = time.perf_counter()
-            ok = 1.0
+            ok, absent = 1.0, 0.0
             try:
                 families.extend(collector.collect())
             except CollectorUnavailable as exc:
-                ok = 0.0
+                ok, absent = 0.0, 1.0
                 self._log(collector.name, f"unavailable: {exc}", logging.INFO)
             except Exception as exc:  # noqa: BLE001 - shutdown goes on for the others
                 ok = 0.0
                 self._log(collector.name, f"failed: {type(exc).__name__}: {exc}", logging.ERROR, exc)
             success.add((collector.name,), ok)
             duration.add((collector.name,), time.perf_counter() - start)
-        families.extend((success, duration))
+            unavailable.add((collector.name,), absent)
+        families.extend((success, duration, unavailable))
         return families
 
     def _log(self, name: str, message: str, level: int, exc: BaseException | None = None) -> None:

@@ -21,4 +21,11 @@ COLLECTOR_DURATION = _g(
     unit="seconds",
 )
 
-METRICS: tuple[MetricSpec, ...] = (BUILD_INFO, COLLECTOR_SUCCESS, COLLECTOR_DURATION)
+COLLECTOR_UNAVAILABLE = _g(
+    "llm_exporter_collector_unavailable",
+    "1 when the collector's source is absent on this machine (no NVML, no kubelet socket, no API server "
+    "config): expected on some nodes, so it is not a failure; 0 otherwise.",
+    ("collector",),
+)
+
+METRICS: tuple[MetricSpec, ...] = (BUILD_INFO, COLLECTOR_SUCCESS, COLLECTOR_DURATION, COLLECTOR_UNAVAILABLE)

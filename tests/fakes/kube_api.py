@@ -307,6 +307,12 @@ class FakeKubeAPI:
                 emit("BOOKMARK", {"metadata": {"resourceVersion": str(cursor_rv)}})
                 last_sent = time.monotonic()
 
+    @property
+    def active_watches(self) -> int:
+        """Watch streams open now (a request is logged before its stream is registered)."""
+        with self._cond:
+            return len(self._watch_sockets)
+
     def register_watch(self, sock: socket.socket, active: bool) -> None:
         with self._cond:
             (self._watch_sockets.add if active else self._watch_sockets.discard)(sock)

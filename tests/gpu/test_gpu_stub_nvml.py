@@ -59,5 +59,7 @@ def test_older_driver_without_v2_memory_temperature_v_and_gpm(stub_libs: dict[st
 
 def test_no_nvml_library_reports_the_collector_unavailable(stub_libs: dict[str, Path]) -> None:
     out = run_scenario("no_nvml", None)
-    assert out["no_nvml"].splitlines()[-1] == 'llm_exporter_collector_success{collector="gpu"} 0'
+    lines = out["no_nvml"].splitlines()
+    assert 'llm_exporter_collector_success{collector="gpu"} 0' in lines
+    assert lines[-1] == 'llm_exporter_collector_unavailable{collector="gpu"} 1'
     assert "llm_gpu_" not in out["no_nvml"]
