@@ -23,7 +23,7 @@ lint: setup
 typecheck: setup
 	.venv/bin/mypy exporter
 
-check: lint typecheck test
+check: lint typecheck generate-check test
 
 ## Regenerate every generated file (metric docs, release table, dashboards, rules).
 generate: setup
