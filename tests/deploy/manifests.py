@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import shutil
 import subprocess
@@ -28,18 +29,19 @@ def kubectl() -> str:
 
 
 @functools.cache
-def _render(path: Path) -> str:
+def _render(path: Path) -> tuple[Obj, ...]:
     result = subprocess.run(
         [kubectl(), "kustomize", str(path)], capture_output=True, text=True, timeout=60, check=False
     )
     if result.returncode != 0:
         raise AssertionError(f"kubectl kustomize {path.relative_to(ROOT)} failed:\n{result.stderr}")
-    return result.stdout
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(doc for doc in yaml.load_all(result.stdout, Loader=loader) if doc)
 
 
 def render(path: Path = BASE) -> list[Obj]:
     """The objects `kubectl kustomize path` renders (fresh copies: tests may modify them)."""
-    return [doc for doc in yaml.safe_load_all(_render(path)) if doc]
+    return copy.deepcopy(list(_render(path)))
 
 
 def find(objs: list[Obj], kind: str, name: str) -> Obj:

@@ -1,0 +1,92 @@
+"""RBAC: read-only, and exactly the resources each role's code watches — read from the code, so a new
+watch without its grant (or a grant nobody uses any more) fails here, not in a cluster."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from exporter.sources import kube
+from tests.deploy.manifests import BASE, ROOT, Obj, find, pod_spec, render
+
+# Which packages build each role's collectors (exporter/roles.py).
+ROLE_PACKAGES = {"node": ("exporter/engines", "exporter/gpu"), "cluster": ("exporter/kube",)}
+API_GROUPS = {"CoreV1Api": "", "ResourceV1Api": "resource.k8s.io"}
+REFLECTOR = re.compile(r"Reflector\(\s*\w+,\s*\"(\w+)\"")
+
+
+def watched(role: str) -> set[tuple[str, str]]:
+    """(apiGroup, resource) of every Reflector the role's packages create."""
+    found = set()
+    for package in ROLE_PACKAGES[role]:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for resource in REFLECTOR.findall(path.read_text(encoding="utf-8")):
+                api_class = kube._LISTERS[resource][0]  # the adapter's own resource → API table
+                found.add((API_GROUPS[api_class], resource))
+    return found
+
+
+def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = {}
+    for rule in role["rules"]:
+        assert set(rule) == {"apiGroups", "resources", "verbs"}, "no resourceNames, nonResourceURLs or wildcards"
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                out.setdefault((group, resource), set()).update(rule["verbs"])
+    return out
+
+
+def test_the_code_scan_finds_the_watches() -> None:
+    assert watched("node") == {("", "pods")}
+    assert watched("cluster") == {("", "nodes"), ("", "pods"), ("resource.k8s.io", "resourceslices"),
+                                  ("resource.k8s.io", "resourceclaims")}  # fmt: skip
+
+
+def test_no_code_reads_single_objects() -> None:
+    """The adapter only calls list methods (a watch is a list with watch=True); a client `read_*` call (a GET of
+    one object) would need the `get` verb as well."""
+    for api_class, cluster_wide, namespaced in kube._LISTERS.values():
+        assert api_class in API_GROUPS
+        assert all(m.startswith("list_") for m in (cluster_wide, namespaced) if m)
+    single_reads = re.compile(r"\bread_(namespaced_\w+|node\w*|resource_\w+|device_class\w*)\(")
+    calls = [
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for path in sorted((ROOT / "exporter").rglob("*.py"))
+        for m in single_reads.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert calls == []
+
+
+@pytest.mark.parametrize("role", ["node", "cluster"])
+def test_each_role_may_list_and_watch_exactly_what_it_watches(role: str) -> None:
+    cluster_role = find(render(BASE), "ClusterRole", f"llm-exporter-{role}")
+    grants = granted(cluster_role)
+    assert set(grants) == watched(role)
+    for key, verbs in grants.items():
+        assert verbs == {"list", "watch"}, key
+    assert "aggregationRule" not in cluster_role
+
+
+@pytest.mark.parametrize(("role", "kind"), [("node", "DaemonSet"), ("cluster", "Deployment")])
+def test_each_workload_runs_as_the_account_bound_to_its_role(role: str, kind: str) -> None:
+    objs = render(BASE)
+    name = f"llm-exporter-{role}"
+    account = pod_spec(find(objs, kind, name))["serviceAccountName"]
+    find(objs, "ServiceAccount", account)
+    bindings = [o for o in objs if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+    bound = [b for b in bindings if any(s.get("name") == account for s in b["subjects"])]
+    assert len(bound) == 1
+    assert bound[0]["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+    assert bound[0]["subjects"] == [{"kind": "ServiceAccount", "name": account, "namespace": "llm-exporter"}]
+
+
+def test_no_other_rbac_objects() -> None:
+    objs = render(BASE)
+    rbac = sorted((o["kind"], o["metadata"]["name"]) for o in objs if o["apiVersion"].startswith("rbac."))
+    assert rbac == [
+        ("ClusterRole", "llm-exporter-cluster"),
+        ("ClusterRole", "llm-exporter-node"),
+        ("ClusterRoleBinding", "llm-exporter-cluster"),
+        ("ClusterRoleBinding", "llm-exporter-node"),
+    ]
