@@ -18,10 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from exporter import config, roles, server
-from exporter.demo import live, vllm_env
+from exporter.demo import live, prometheus, vllm_env
 from exporter.engines.mapping import map_body
 from exporter.engines.releases import load
 
+P99 = "histogram_quantile(0.99, sum by (le) (rate(llm_time_to_first_token_seconds_bucket[1m])))"
 LONG_PROMPT = " ".join(["the queue is long and the model waits for the gpu"] * 20)
 
 
@@ -74,12 +75,20 @@ def run(args: argparse.Namespace) -> int:
         threading.Thread(target=server.serve, args=(collectors, "node", f"127.0.0.1:{port}", stop), daemon=True).start()
         metrics_url = f"http://127.0.0.1:{port}/metrics"
         time.sleep(0.5)
+        prom = None
+        if prometheus.available():
+            prom = prometheus.start(f"127.0.0.1:{port}", workdir)
+            step(f"Prometheus on {prom.url}, evaluating the alert rules with demo thresholds (TTFT p99 > 0.2s)")
+        else:
+            step("Prometheus is not installed (apt-get install prometheus): alerts are not evaluated")
+        alerts = _AlertWatch(prom)
         step(f"exporter on {metrics_url}; sending a burst of {requests} long prompts, {args.concurrency} at a time")
         start = time.monotonic()
         with ThreadPoolExecutor(args.concurrency) as pool:
             futures = [pool.submit(_complete, engine.url) for _ in range(requests)]
             while not all(f.done() for f in futures):
                 print(_line(live.snapshot(_fetch(metrics_url)), time.monotonic() - start), flush=True)
+                alerts.poll()
                 time.sleep(0.5)
             for f in futures:
                 f.result()
@@ -87,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
         print(_line(final, time.monotonic() - start), flush=True)
         print(f"burst done: {requests} requests, TTFT p99 {final['ttft_p99']:.2f}s, queue drained to "
               f"{final['waiting']:.0f}")  # fmt: skip
+        if prom is not None:
+            step("waiting up to 20s for the alerts of the burst to fire")
+            alerts.wait_for("LLMTimeToFirstTokenP99High", 20.0)
+            seen = prom.query(P99)
+            print(f"Prometheus: {P99} = {seen[0][1] if seen else 'no data'}", flush=True)
+            prom.stop()
         _silent_rename(_fetch(engine.url + "/metrics"), step)
     finally:
         stop.set()
@@ -104,6 +119,28 @@ def _silent_rename(body: str, step: _Steps) -> None:
             print(f'llm_metric_present{{metric="{spec.name}",source="{source}"}} 0  -> alert LLMMetricMissing; '
                   f"{spec.name} is absent, not 0")  # fmt: skip
     print(f"llm_engine_unmapped_metrics {result.unmapped}  (a family no release exposes: a likely rename)")
+
+
+class _AlertWatch:
+    """Prints each alert when it starts firing."""
+
+    def __init__(self, prom: prometheus.DemoPrometheus | None) -> None:
+        self.prom = prom
+        self.seen: set[str] = set()
+
+    def poll(self) -> None:
+        if self.prom is None:
+            return
+        for alert in self.prom.firing():
+            if alert not in self.seen:
+                self.seen.add(alert)
+                print(f"ALERT firing: {alert}", flush=True)
+
+    def wait_for(self, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not any(a.startswith(name) for a in self.seen):
+            self.poll()
+            time.sleep(0.5)
 
 
 class _Steps:

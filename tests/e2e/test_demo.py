@@ -25,3 +25,5 @@ def test_demo_short_mode() -> None:
         "LLMMetricMissing" in out
     )
     assert "llm_engine_unmapped_metrics 1" in out
+    # Debian's prometheus is part of the suite's set-up, so the demo evaluates the shipped rules
+    assert "ALERT firing: LLMTimeToFirstTokenP99High{namespace=demo,model=tiny}" in out

@@ -45,6 +45,15 @@ def test_golden_0_32_0() -> None:
     check_golden("vllm-0.32.0.prom", exposition(recorded("0.32.0"), "0.32.0"))
 
 
+def test_golden_0_27_1_recorded() -> None:
+    check_golden("vllm-0.27.1.prom", exposition(recorded("0.27.1"), "0.27.1"))
+    assert " 0\n" not in "".join(
+        line + "\n"
+        for line in exposition(recorded("0.27.1"), "0.27.1").splitlines()
+        if line.startswith("llm_metric_present")
+    )
+
+
 def test_golden_0_8_2_derived_names() -> None:
     check_golden("vllm-0.8.2.prom", exposition(derived.body_0_8_2(), "0.8.2"))
 

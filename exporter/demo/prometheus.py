@@ -1,0 +1,121 @@
+"""The demo's Prometheus: scrapes the exporter every second and evaluates the project's alert rules.
+
+Used only when Debian's `prometheus` is installed and the repository's `alerts/` package is importable
+(a checkout). The rules are rendered from the same source as the shipped ones, with demo thresholds: short
+`for` durations and a TTFT threshold a CPU burst of the tiny model crosses.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import yaml
+
+from exporter.demo.vllm_env import free_port
+
+
+def available() -> bool:
+    try:
+        import alerts.formats  # noqa: F401 - the repository's rule sources
+    except ImportError:
+        return False
+    return shutil.which("prometheus") is not None
+
+
+@dataclass
+class DemoPrometheus:
+    process: subprocess.Popen[bytes]
+    url: str
+
+    def firing(self) -> list[str]:
+        """Names (with namespace/model when present) of the alerts firing now."""
+        try:
+            with urllib.request.urlopen(self.url + "/api/v1/alerts", timeout=5) as response:
+                data = json.loads(response.read())
+        except OSError:
+            return []
+        out = []
+        for alert in data.get("data", {}).get("alerts", []):
+            if alert.get("state") == "firing":
+                labels = alert.get("labels", {})
+                where = ",".join(f"{k}={labels[k]}" for k in ("namespace", "model", "pod") if k in labels)
+                out.append(f"{labels.get('alertname')}{{{where}}}")
+        return sorted(out)
+
+    def query(self, expr: str) -> list[tuple[dict[str, str], str]]:
+        url = self.url + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                data = json.loads(response.read())
+        except OSError:
+            return []
+        return [(r["metric"], r["value"][1]) for r in data.get("data", {}).get("result", [])]
+
+    def wait_scraped(self, job: str, timeout: float = 30.0) -> bool:
+        """True once the exporter was scraped twice: rate() then has a baseline before the burst."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(float(v) >= 2 for _, v in self.query(f'count_over_time(up{{job="{job}"}}[1m])')):
+                return True
+            time.sleep(0.5)
+        return False
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start(exporter_address: str, workdir: Path) -> DemoPrometheus:
+    from alerts import formats
+    from alerts.thresholds import DEFAULT
+
+    demo = replace(
+        DEFAULT,
+        ttft_p99_seconds=0.2,
+        ttft_for="3s",
+        latency_window="1m",
+        queue_waiting=1,
+        queue_for="2s",
+        metric_missing_for="3s",
+        engine_down_for="3s",
+        evaluation_interval="1s",
+    )
+    (workdir / "rules.yaml").write_text(formats.rule_file(demo))
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(workdir / "rules.yaml")],
+        "scrape_configs": [{"job_name": demo.exporter_job, "static_configs": [{"targets": [exporter_address]}]}],
+    }
+    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
+    port = free_port()
+    log = (workdir / "prometheus.log").open("wb")
+    cmd = [
+        shutil.which("prometheus") or "prometheus",
+        f"--config.file={workdir / 'prometheus.yml'}",
+        f"--storage.tsdb.path={workdir / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+    process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    server = DemoPrometheus(process, f"http://127.0.0.1:{port}")
+    for _ in range(100):
+        try:
+            with urllib.request.urlopen(server.url + "/-/ready", timeout=1):
+                pass
+        except OSError:
+            time.sleep(0.2)
+            continue
+        if server.wait_scraped(demo.exporter_job):
+            return server
+        break
+    server.stop()
+    raise RuntimeError(f"Prometheus did not start or scrape the exporter; see {workdir / 'prometheus.log'}")
