@@ -24,7 +24,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 stamp=.venv/.installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ requirements.lock -nt "$stamp" ]; then
+  # the runtime dependencies at the versions the image pins (requirements.lock)
+  .venv/bin/python -m pip install -q --disable-pip-version-check -c requirements.lock -e '.[dev]'
   touch "$stamp"
 fi
