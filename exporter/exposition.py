@@ -68,7 +68,8 @@ def render(families: Iterable[Family]) -> str:
         if not family.samples:
             continue
         spec = family.spec
-        help_text = spec.help.replace("\\", "\\\\").replace("\n", "\\n")
+        help_text = spec.help + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
+        help_text = help_text.replace("\\", "\\\\").replace("\n", "\\n")
         out.append(f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.type.value}\n")
         name = spec.name
         out.extend(f"{name}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)

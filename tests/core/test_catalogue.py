@@ -41,3 +41,17 @@ def test_metric_docs_match_the_catalogue() -> None:
 
 def test_release_table_matches_its_source() -> None:
     assert releases.main([]) == 0, "run python -m exporter.engines.releases --write"
+
+
+def test_a_deprecated_metric_says_so_in_its_help() -> None:
+    from dataclasses import replace
+
+    from exporter.catalogue import engine
+    from exporter.exposition import Family, render
+
+    family = Family(replace(engine.ENGINE_UP, deprecated="use llm_engine_reachable instead; removed in 0.3"))
+    family.add(("ns", "p", "vllm"), 1)
+    assert render([family]).splitlines()[0] == (
+        "# HELP llm_engine_up 1 when the last scrape of this engine target succeeded, else 0. "
+        "DEPRECATED: use llm_engine_reachable instead; removed in 0.3"
+    )
