@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -18,15 +17,11 @@ from typing import Any
 
 import yaml
 
+from exporter.demo.vllm_env import free_port
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Served:

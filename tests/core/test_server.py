@@ -14,6 +14,7 @@ import pytest
 from exporter import server
 from exporter.catalogue import engine
 from exporter.collect import CollectorSet
+from exporter.demo.vllm_env import free_port
 from exporter.exposition import Family
 from tests.engines.engine_servers import engine_server, recorded
 
@@ -51,9 +52,7 @@ def get(url: str) -> tuple[int, str]:
 @pytest.fixture
 def running() -> Iterator[tuple[str, Fixed]]:
     fixed = Fixed()
-    port = server.ExporterServer(("127.0.0.1", 0), server.Scraper(CollectorSet([]), "node"))
-    address = port.server_address[1]
-    port.server_close()
+    address = free_port()
     stop = threading.Event()
     thread = threading.Thread(
         target=server.serve, args=(CollectorSet([Raising(), fixed]), "node", f"127.0.0.1:{address}", stop)
@@ -117,9 +116,7 @@ def test_serve_end_to_end_against_a_recorded_engine(tmp_path: Path) -> None:
         path = tmp_path / "c.yaml"
         path.write_text(f"engines: {{targets: [{{url: '{engine_srv.url}', labels: {{namespace: d, pod: v}}}}]}}\n"
                         "gpu: {enabled: 'false'}\n")  # fmt: skip
-        port = server.ExporterServer(("127.0.0.1", 0), server.Scraper(CollectorSet([]), "node"))
-        address = port.server_address[1]
-        port.server_close()
+        address = free_port()
         proc = subprocess.Popen(
             [sys.executable, "-m", "exporter", "serve", "--config", str(path), "--listen", f"127.0.0.1:{address}"]
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from waiting import eventually
 
 from exporter.collect import CollectorSet
 from exporter.config import Cluster
+from exporter.demo.vllm_env import free_port
 from exporter.exposition import render
 from exporter.kube.collector import build_cluster_collectors
 from tests.fakes.kube_api import FakeKubeAPI
@@ -131,12 +131,6 @@ def test_recovers_from_410_and_from_an_api_server_restart(fake_api: FakeKubeAPI,
     fake_api.start()
     eventually(lambda: "vllm-huge-0" not in pending(scrape(collectors)))
     assert collectors.ready()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_not_ready_until_the_first_full_sync(tmp_path: Path) -> None:

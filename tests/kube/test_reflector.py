@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 from objects import node, pod
 from waiting import eventually
 
+from exporter.demo.vllm_env import free_port
 from exporter.sources.kube import KubeConfigError, Reflector, connect
 from tests.fakes.kube_api import FakeKubeAPI
 
@@ -106,12 +106,6 @@ def test_dropped_watch_resumes_without_relist(
     eventually(lambda: r.items() == {"a": 4})
     eventually(lambda: r.stats().watch_restarts >= 1)
     assert r.stats().relists == 0  # the resourceVersion was still valid: resumed, not relisted
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_api_server_down_at_start_then_up(tmp_path: Path, reflectors: list[Reflector[Any]]) -> None:
