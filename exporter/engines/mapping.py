@@ -20,14 +20,6 @@ from exporter.exposition import escape_label_value
 IDENTITY = ("namespace", "pod", "engine")
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
-    """What to look for in the body of one release: source family → canonical spec, per canonical spec."""
-
-    release: Release
-    expected: dict[MetricSpec, str]  # canonical → the source family this release should expose
-
-
 @dataclass(slots=True)
 class Mapped:
     """The outcome of mapping one body."""
@@ -61,14 +53,15 @@ def source_families() -> frozenset[str]:
 
 
 @cache
-def plan_for(release: Release) -> Plan:
+def expected_sources(release: Release) -> dict[MetricSpec, str]:
+    """Canonical metric → the source family `release` should expose for it (metrics it has none for: absent)."""
     expected = {}
     for spec, sources in vllm.SOURCES.items():
         for source in sources:
             if source in release.expected:
                 expected[spec] = source
                 break
-    return Plan(release, expected)
+    return expected
 
 
 def choose_release(releases: Releases, version_text: str | None, families: set[str]) -> tuple[Release, str, str]:
@@ -97,11 +90,10 @@ def map_body(
     families = parsed.families | {_family_of(name, wanted[name][1]) for name in parsed.samples}
     families |= {f + "_total" for f in parsed.families}  # some clients declare counters without `_total`
     release, version, version_source = choose_release(releases, version_text, families)
-    plan = plan_for(release)
     result = Mapped(version=version, version_source=version_source)
     result.unmapped = sum(1 for f in parsed.families if not _known(f, releases.known))
     head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
-    for spec, source in plan.expected.items():
+    for spec, source in expected_sources(release).items():
         found = source in families
         result.present[spec] = (source, found)
         if not found:

@@ -25,7 +25,6 @@ class ParsedBody:
     # sample name -> [(label pairs, value)]
     samples: dict[str, list[tuple[tuple[tuple[str, str], ...], float]]] = field(default_factory=dict)
     families: set[str] = field(default_factory=set)  # TYPE-declared family names with the prefix
-    sample_count: int = 0  # wanted samples kept
 
 
 @lru_cache(maxsize=1 << 16)
@@ -110,5 +109,4 @@ def parse(body: str, wanted: Container[str], family_prefix: str, max_samples: in
         samples.setdefault(name, []).append((labels, parse_value(rest[0])))
     if not seen_data and not result.families and body.strip():
         raise ParseError("no samples in body")
-    result.sample_count = count
     return result

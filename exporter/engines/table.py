@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from exporter.engines import vllm
-from exporter.engines.mapping import plan_for
+from exporter.engines.mapping import expected_sources
 from exporter.engines.releases import load, parse_version
 
 
@@ -13,9 +13,9 @@ def rows(version: str | None = None) -> list[tuple[str, str, str]]:
     chosen = [releases.at(parse_version(version) or (0,))] if version else list(releases.releases)
     out = []
     for release in chosen:
-        plan = plan_for(release)
+        expected = expected_sources(release)
         for spec in vllm.SOURCES:
-            out.append((release.version, spec.name, plan.expected.get(spec, "-")))
+            out.append((release.version, spec.name, expected.get(spec, "-")))
     return out
 
 

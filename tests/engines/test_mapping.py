@@ -110,10 +110,10 @@ def test_version_inferred_without_endpoint_and_newer_release_uses_newest_mapping
     ],
 )
 def test_renames_land_where_the_history_says(version: str, kv: str, itl: str, prefix: str | None) -> None:
-    plan = mapping.plan_for(load().at(parse_version(version) or ()))
-    assert plan.expected[m.KV_CACHE_USAGE] == kv
-    assert plan.expected[m.INTER_TOKEN_LATENCY] == itl
-    assert plan.expected.get(m.PREFIX_CACHE_HITS) == prefix
+    expected = mapping.expected_sources(load().at(parse_version(version) or ()))
+    assert expected[m.KV_CACHE_USAGE] == kv
+    assert expected[m.INTER_TOKEN_LATENCY] == itl
+    assert expected.get(m.PREFIX_CACHE_HITS) == prefix
 
 
 def test_mapping_is_right_for_every_release_in_the_source_table() -> None:
@@ -123,9 +123,9 @@ def test_mapping_is_right_for_every_release_in_the_source_table() -> None:
     for version, metrics in source["versions"].items():
         default = {x["name"] for x in metrics if x["enabled_when"] == "always" and not x.get("hidden_since")}
         hidden = {x["name"] for x in metrics if x.get("hidden_since")}
-        plan = mapping.plan_for(load().at(parse_version(version) or ()))
+        expected = mapping.expected_sources(load().at(parse_version(version) or ()))
         for spec, candidates in vllm.SOURCES.items():
-            chosen = plan.expected.get(spec)
+            chosen = expected.get(spec)
             available = [c for c in candidates if c in default and c not in hidden]
             assert chosen == (available[0] if available else None), (version, spec.name)
             assert chosen != "vllm:request_time_per_output_token_seconds"
