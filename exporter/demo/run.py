@@ -102,17 +102,17 @@ def run(args: argparse.Namespace) -> int:
             seen = prom.query(P99)
             print(f"Prometheus: {P99} = {seen[0][1] if seen else 'no data'}", flush=True)
             prom.stop()
-        _silent_rename(_fetch(engine.url + "/metrics"), step)
+        _silent_rename(_fetch(engine.url + "/metrics"), args.vllm_version, step)
     finally:
         stop.set()
         engine.stop()
     return 0
 
 
-def _silent_rename(body: str, step: _Steps) -> None:
+def _silent_rename(body: str, version: str, step: _Steps) -> None:
     step("a silent rename: the same vLLM body with vllm:kv_cache_usage_perc renamed")
     renamed = body.replace("vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_fraction")
-    result = map_body(renamed, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, vllm_env.VLLM_VERSION, load(),
+    result = map_body(renamed, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, version, load(),
                       100000)  # fmt: skip
     for spec, (source, found) in result.present.items():
         if not found:
