@@ -59,7 +59,7 @@ def main() -> None:
 
     def ours(body: str) -> Callable[[], object]:
         def run() -> str:
-            mapped = map_body(body, identity, "0.32.0", releases, 10**6)
+            mapped = map_body(body, identity, "0.32.0", releases, mapping.Limits(max_series=10**6))
             return render(build_families([Outcome(target, mapped, "", 0.0)]))
 
         return run

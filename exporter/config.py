@@ -63,6 +63,7 @@ class Engines:
     timeout_seconds: float = 3.0
     max_response_bytes: int = 8 * 1024 * 1024
     max_series_per_target: int = 20000  # LoRA adapters and model names can explode cardinality
+    max_label_value_length: int = 1024
     targets: list[Target] = field(default_factory=list)
     kubernetes_discovery: KubernetesDiscovery = field(default_factory=KubernetesDiscovery)
 
@@ -74,6 +75,8 @@ class Engines:
             errors.append("max_response_bytes: must be at least 1024")
         if self.max_series_per_target < 1:
             errors.append("max_series_per_target: must be positive")
+        if self.max_label_value_length < 16:
+            errors.append("max_label_value_length: must be at least 16")
         return errors
 
 

@@ -79,6 +79,12 @@ SCRAPE_ERROR = _g(
     "parse), else absent.",
     (*SOURCE, "reason"),
 )
+SERIES_DROPPED = _g(
+    "llm_engine_series_dropped",
+    "Series of this engine target left out of the last scrape, by reason: series_limit "
+    "(engines.max_series_per_target), label_too_long (engines.max_label_value_length), duplicate.",
+    (*SOURCE, "reason"),
+)
 
 CANONICAL: tuple[MetricSpec, ...] = (
     REQUESTS_RUNNING,
@@ -107,4 +113,5 @@ METRICS: tuple[MetricSpec, ...] = (
     UNMAPPED_METRICS,
     SCRAPE_DURATION,
     SCRAPE_ERROR,
+    SERIES_DROPPED,
 )

@@ -31,7 +31,7 @@ def histogram_quantile(q: float, buckets: dict[float, float]) -> float:
 
 def snapshot(body: str) -> dict[str, float]:
     """TTFT p99, waiting, running, and the number of missing expected series in one exposition."""
-    parsed = parser.parse(body, WANTED, "llm_", 100000)
+    parsed = parser.parse(body, WANTED, "llm_")
     buckets: dict[float, float] = {}
     for labels, value in parsed.samples.get(BUCKET, ()):
         le = float(dict(labels)["le"])

@@ -112,8 +112,7 @@ def run(args: argparse.Namespace) -> int:
 def _silent_rename(body: str, version: str, step: _Steps) -> None:
     step("a silent rename: the same vLLM body with vllm:kv_cache_usage_perc renamed")
     renamed = body.replace("vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_fraction")
-    result = map_body(renamed, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, version, load(),
-                      100000)  # fmt: skip
+    result = map_body(renamed, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, version, load())
     for spec, (source, found) in result.present.items():
         if not found:
             print(f'llm_metric_present{{metric="{spec.name}",source="{source}"}} 0  -> alert LLMMetricMissing; '

@@ -6,7 +6,9 @@
     llm_requests_waiting{namespace="demo",pod="vllm-0",engine="vllm",model="tiny",dp_rank="0"} 3
 
 A target that is down, hangs, answers 500, garbage or an oversized body degrades only its own series:
-`llm_engine_up 0` and `llm_engine_scrape_error{reason}`, within the configured timeout.
+`llm_engine_up 0` and `llm_engine_scrape_error{reason}`, within the configured timeout. A target with too
+many series, over-long label values or repeated series is trimmed, and says so in
+`llm_engine_series_dropped{reason}`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class EngineCollector:
         self._discovered = discovered
         self._releases = releases or load()
         self._pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="engine-scrape")
+        self._limits = mapping.Limits(config.max_series_per_target, config.max_label_value_length)
         self._versions: dict[str, tuple[str | None, float]] = {}
         self._lock = threading.Lock()
 
@@ -94,7 +97,7 @@ class EngineCollector:
             left = max(0.05, cfg.timeout_seconds - (time.monotonic() - start))
             raw = http.get(target.metrics_url, timeout=left, max_bytes=cfg.max_response_bytes)
             body = raw.decode("utf-8", errors="replace")
-            mapped = mapping.map_body(body, target.identity, version, self._releases, cfg.max_series_per_target)
+            mapped = mapping.map_body(body, target.identity, version, self._releases, self._limits)
         except http.FetchError as exc:
             self._forget_version(target)
             log.debug("engine %s: %s", target.metrics_url, exc)
@@ -132,6 +135,7 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
     canonical = {spec: Family(spec) for spec in m.CANONICAL}
     up, info, present = Family(m.ENGINE_UP), Family(m.ENGINE_INFO), Family(m.METRIC_PRESENT)
     unmapped, duration, error = Family(m.UNMAPPED_METRICS), Family(m.SCRAPE_DURATION), Family(m.SCRAPE_ERROR)
+    dropped = Family(m.SERIES_DROPPED)
     for outcome in sorted(outcomes, key=lambda o: (o.target.namespace, o.target.pod, o.target.metrics_url)):
         t = outcome.target
         source = (t.namespace, t.pod, t.engine)
@@ -143,11 +147,13 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
         result = outcome.mapped
         info.add((*source, result.version, result.version_source), 1.0)
         unmapped.add(source, float(result.unmapped))
+        for reason, count in result.dropped.items():
+            dropped.add((*source, reason), float(count))
         for spec, (source_name, found) in result.present.items():
             present.add((*source, spec.name, source_name, result.version), 1.0 if found else 0.0)
         for spec, samples in result.samples.items():
             canonical[spec].samples.extend(samples)
-    return [*canonical.values(), up, info, present, unmapped, duration, error]
+    return [*canonical.values(), up, info, present, unmapped, duration, error, dropped]
 
 
 def build_engine_collectors(config: Engines, kubeconfig: str | None) -> list[Collector]:

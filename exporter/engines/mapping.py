@@ -18,6 +18,13 @@ from exporter.engines.releases import Release, Releases, parse_version
 from exporter.exposition import escape_label_value
 
 IDENTITY = ("namespace", "pod", "engine")
+DROP_REASONS = ("series_limit", "label_too_long", "duplicate")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_series: int = 20000
+    max_label_value_length: int = 1024
 
 
 @dataclass(slots=True)
@@ -30,6 +37,7 @@ class Mapped:
     samples: dict[MetricSpec, list[tuple[str, str, float]]] = field(default_factory=dict)
     present: dict[MetricSpec, tuple[str, bool]] = field(default_factory=dict)  # → (source, found)
     unmapped: int = 0
+    dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
 
 
 def _suffixes(spec: MetricSpec) -> tuple[str, ...]:
@@ -82,27 +90,66 @@ def map_body(
     identity: Mapping[str, str],
     version_text: str | None,
     releases: Releases,
-    max_samples: int,
+    limits: Limits = Limits(),
 ) -> Mapped:
     """Map a vLLM /metrics body. Raises parser.ParseError on a body that is not the text format."""
     wanted = wanted_samples()
-    parsed = parser.parse(body, wanted, vllm.FAMILY_PREFIX, max_samples)
+    parsed = parser.parse(body, wanted, vllm.FAMILY_PREFIX)
     families = parsed.families | {_family_of(name, wanted[name][1]) for name in parsed.samples}
     families |= {f + "_total" for f in parsed.families}  # some clients declare counters without `_total`
     release, version, version_source = choose_release(releases, version_text, families)
     result = Mapped(version=version, version_source=version_source)
     result.unmapped = sum(1 for f in parsed.families if not _known(f, releases.known))
     head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
+    budget = limits.max_series
     for spec, source in expected_sources(release).items():
         found = source in families
         result.present[spec] = (source, found)
         if not found:
             continue
         out = result.samples.setdefault(spec, [])
-        for suffix in _suffixes(spec):
-            for labels, value in parsed.samples.get(source + suffix, ()):
-                out.append((suffix, _label_block(head, labels), value))
+        for group in _series_groups(spec, source, parsed, limits, result.dropped):
+            if len(group) > budget:
+                result.dropped["series_limit"] += len(group)
+                continue
+            budget -= len(group)
+            out.extend((suffix, _label_block(head, labels), value) for suffix, labels, value in group)
     return result
+
+
+Sample = tuple[str, tuple[tuple[str, str], ...], float]  # (suffix, source labels, value)
+
+
+def _series_groups(
+    spec: MetricSpec, source: str, parsed: parser.ParsedBody, limits: Limits, dropped: dict[str, int]
+) -> list[list[Sample]]:
+    """The samples of one source family, grouped by their labels without `le`, in body order.
+
+    Drops (and counts) repeated series, keeping the first, and series with an over-long label value.
+    """
+    groups: dict[tuple[tuple[str, str], ...], list[Sample]] = {}
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    longest = limits.max_label_value_length
+    for suffix in _suffixes(spec):
+        for labels, value in parsed.samples.get(source + suffix, ()):
+            if (suffix, labels) in seen:
+                dropped["duplicate"] += 1
+                continue
+            seen.add((suffix, labels))
+            key = _series_key(labels, longest)
+            if key is None:
+                dropped["label_too_long"] += 1
+                continue
+            groups.setdefault(key, []).append((suffix, labels, value))
+    return list(groups.values())
+
+
+@lru_cache(maxsize=1 << 16)  # the same label sets recur at every scrape (parse_labels hands out the same tuples)
+def _series_key(labels: tuple[tuple[str, str], ...], longest: int) -> tuple[tuple[str, str], ...] | None:
+    """The labels that identify a series group (all but `le`), or None when a value is longer than `longest`."""
+    if any(len(value) > longest for _, value in labels):
+        return None
+    return tuple(pair for pair in labels if pair[0] != "le")
 
 
 def _known(family: str, known: frozenset[str]) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import ExitStack
 
@@ -68,3 +69,34 @@ def test_exact_exposition_for_a_minimal_engine() -> None:
                'version_source="inferred"} 1' in line for line in lines)  # fmt: skip
     missing = [line for line in lines if line.startswith("llm_metric_present") and line.endswith(" 0")]
     assert missing and all('metric="llm_requests_waiting"' not in line for line in missing)
+
+
+def test_duplicate_series_nan_and_a_cardinality_explosion_are_trimmed_not_fatal() -> None:
+    body = recorded("0.32.0")
+    vllm_lines = "".join(line + "\n" for line in body.splitlines() if line.startswith("vllm:"))
+    duplicated = body + vllm_lines  # every engine series twice: a broken multi-process registry
+    nan = body.replace(
+        'vllm:num_requests_waiting{engine="0",model_name="tiny"} 0.0',
+        'vllm:num_requests_waiting{engine="0",model_name="tiny"} NaN',
+    )
+    assert nan != body
+    lora = body + "".join(f'vllm:num_requests_running{{engine="0",model_name="lora-{i}"}} 1\n' for i in range(30000))
+    with ExitStack() as stack:
+        servers = {
+            name: stack.enter_context(engine_server("ok", text))
+            for name, text in (("dup", duplicated), ("nan", nan), ("lora", lora))
+        }
+        text, _ = scrape(*((s.url, name) for name, s in servers.items()), timeout=3.0)
+    n_mapped = vllm_lines.count("\n")
+    for pod in ("dup", "nan", "lora"):
+        assert f'llm_engine_up{{namespace="t",pod="{pod}",engine="vllm"}} 1' in text
+    dup = re.search(
+        r'llm_engine_series_dropped\{namespace="t",pod="dup",engine="vllm",reason="duplicate"\} (\d+)', text
+    )
+    assert dup is not None and 0 < int(dup.group(1)) <= n_mapped
+    assert 'llm_requests_waiting{namespace="t",pod="nan",engine="vllm",model="tiny",dp_rank="0"} NaN' in text
+    assert 'llm_engine_series_dropped{namespace="t",pod="lora",engine="vllm",reason="series_limit"} ' in text
+    lora_dropped = re.search(r'pod="lora",engine="vllm",reason="series_limit"\} (\d+)', text)
+    assert lora_dropped is not None and int(lora_dropped.group(1)) > 10000  # over the default 20,000 cap
+    assert text.count('llm_requests_running{namespace="t",pod="lora"') <= 20000
+    assert 'pod="dup",engine="vllm",reason="series_limit"} 0' in text

@@ -21,7 +21,7 @@ ID = {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}
 
 
 def exposition(body: str, version: str | None) -> str:
-    mapped = mapping.map_body(body, ID, version, load(), 100000)
+    mapped = mapping.map_body(body, ID, version, load())
     return render(
         build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)])
     )
@@ -85,10 +85,10 @@ def test_silent_rename_is_present_0_and_absent_never_0() -> None:
 
 
 def test_version_inferred_without_endpoint_and_newer_release_uses_newest_mapping() -> None:
-    mapped = mapping.map_body(derived.body_0_8_2(), ID, None, load(), 100000)
+    mapped = mapping.map_body(derived.body_0_8_2(), ID, None, load())
     assert mapped.version_source == "inferred"
     assert mapped.present[m.KV_CACHE_USAGE] == ("vllm:gpu_cache_usage_perc", True)
-    future = mapping.map_body(recorded("0.32.0"), ID, "0.99.1", load(), 100000)
+    future = mapping.map_body(recorded("0.32.0"), ID, "0.99.1", load())
     assert future.version == "0.99.1" and future.present[m.INTER_TOKEN_LATENCY][1]
     assert load().at(parse_version("0.99.1") or ()) == load().newest
 
@@ -129,3 +129,64 @@ def test_mapping_is_right_for_every_release_in_the_source_table() -> None:
             available = [c for c in candidates if c in default and c not in hidden]
             assert chosen == (available[0] if available else None), (version, spec.name)
             assert chosen != "vllm:request_time_per_output_token_seconds"
+
+
+def _engine_lines(text: str, *names: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(names)]
+
+
+def test_series_cap_drops_whole_series_groups_and_says_so() -> None:
+    # 3 models x (2 buckets + sum + count) = 12 histogram samples, 3 gauges; a cap of 10 fits the 3 gauges and
+    # one whole histogram group (4), not a second one: never half a histogram
+    body = "# TYPE vllm:num_requests_waiting gauge\n# TYPE vllm:time_to_first_token_seconds histogram\n"
+    for model in ("a", "b", "c"):
+        body += f'vllm:num_requests_waiting{{engine="0",model_name="{model}"}} 1\n'
+    for model in ("a", "b", "c"):
+        body += (
+            f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="0.1",model_name="{model}"}} 1\n'
+            f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="+Inf",model_name="{model}"}} 2\n'
+            f'vllm:time_to_first_token_seconds_sum{{engine="0",model_name="{model}"}} 0.5\n'
+            f'vllm:time_to_first_token_seconds_count{{engine="0",model_name="{model}"}} 2\n'
+        )
+    mapped = mapping.map_body(body, ID, "0.32.0", load(), mapping.Limits(max_series=10))
+    text = render(
+        build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)])
+    )
+    head = 'namespace="demo",pod="vllm-0",engine="vllm"'
+    assert _engine_lines(text, "llm_time_to_first_token_seconds") == [
+        f'llm_time_to_first_token_seconds_bucket{{{head},model="a",dp_rank="0",le="0.1"}} 1',
+        f'llm_time_to_first_token_seconds_bucket{{{head},model="a",dp_rank="0",le="+Inf"}} 2',
+        f'llm_time_to_first_token_seconds_sum{{{head},model="a",dp_rank="0"}} 0.5',
+        f'llm_time_to_first_token_seconds_count{{{head},model="a",dp_rank="0"}} 2',
+    ]
+    assert len(_engine_lines(text, "llm_requests_waiting{")) == 3
+    assert _engine_lines(text, "llm_engine_series_dropped{") == [
+        f'llm_engine_series_dropped{{{head},reason="series_limit"}} 8',
+        f'llm_engine_series_dropped{{{head},reason="label_too_long"}} 0',
+        f'llm_engine_series_dropped{{{head},reason="duplicate"}} 0',
+    ]
+
+
+def test_over_long_label_values_and_duplicates_are_dropped_nan_is_kept() -> None:
+    long_name = "lora-" + "x" * 40
+    body = (
+        "# TYPE vllm:num_requests_waiting gauge\n"
+        'vllm:num_requests_waiting{engine="0",model_name="m"} NaN\n'
+        'vllm:num_requests_waiting{engine="0",model_name="m"} 7\n'
+        f'vllm:num_requests_waiting{{engine="0",model_name="{long_name}"}} 2\n'
+        'vllm:num_requests_waiting{engine="1",model_name="m"} +Inf\n'
+    )
+    mapped = mapping.map_body(body, ID, "0.32.0", load(), mapping.Limits(max_label_value_length=32))
+    text = render(
+        build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)])
+    )
+    head = 'namespace="demo",pod="vllm-0",engine="vllm"'
+    assert _engine_lines(text, "llm_requests_waiting{") == [
+        f'llm_requests_waiting{{{head},model="m",dp_rank="0"}} NaN',  # the first of two: an engine's NaN stays NaN
+        f'llm_requests_waiting{{{head},model="m",dp_rank="1"}} +Inf',
+    ]
+    assert _engine_lines(text, "llm_engine_series_dropped{") == [
+        f'llm_engine_series_dropped{{{head},reason="series_limit"}} 0',
+        f'llm_engine_series_dropped{{{head},reason="label_too_long"}} 1',
+        f'llm_engine_series_dropped{{{head},reason="duplicate"}} 1',
+    ]
