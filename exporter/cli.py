@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
-from exporter import __version__, config
+from exporter import __version__, config, logs
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from exporter import roles, server
+    from exporter import roles, server, webconfig
 
     try:
         cfg = config.load(args.config)
+        web = webconfig.load(args.web_config) if args.web_config else None
         server.parse_listen(args.listen)
+        if args.max_connections < 1:
+            raise ValueError("--max-connections: must be at least 1")
         collectors = roles.build(args.role, cfg, args.kubeconfig)
     except (config.ConfigError, ValueError) as exc:
         print(f"llm-exporter: {exc}", file=sys.stderr)
@@ -27,7 +29,7 @@ def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        server.serve(collectors, args.role, args.listen, stop)
+        server.serve(collectors, args.role, args.listen, stop, web, args.max_connections)
     except OSError as exc:
         print(f"llm-exporter: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr)
         return 1
@@ -55,13 +57,34 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     p.add_argument("--role", choices=("node", "cluster"), default=os.environ.get("LLM_EXPORTER_ROLE", "node"))
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, then ~/.kube/config)")
+    p.add_argument(
+        "--web-config",
+        "--web.config.file",
+        dest="web_config",
+        default=os.environ.get("LLM_EXPORTER_WEB_CONFIG"),
+        help="exporter-toolkit web config file: TLS and basic auth for the endpoints (default: off)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=int(os.environ.get("LLM_EXPORTER_MAX_CONNECTIONS", "64")),
+        help="HTTP connections served at once; more are closed and counted (default: 64)",
+    )
     p.set_defaults(func=_serve)
 
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="llm-exporter", description=__doc__)
     root.add_argument("--version", action="version", version=f"llm-exporter {__version__}")
-    root.add_argument("--log-level", default=os.environ.get("LLM_EXPORTER_LOG_LEVEL", "info"))
+    root.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        type=str.lower,
+        default=os.environ.get("LLM_EXPORTER_LOG_LEVEL", "info"),
+    )
+    root.add_argument(
+        "--log-format", choices=("logfmt", "json"), default=os.environ.get("LLM_EXPORTER_LOG_FORMAT", "logfmt")
+    )
     sub = root.add_subparsers(dest="command", required=True)
     _add_serve(sub)
 
@@ -89,8 +112,5 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="ts=%(asctime)s level=%(levelname)s logger=%(name)s msg=%(message)s",
-    )
+    logs.configure(args.log_level, args.log_format)
     return int(args.func(args))

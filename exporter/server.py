@@ -1,25 +1,44 @@
-"""The HTTP server: /metrics, /healthz (live), /readyz (ready after the first sync).
+"""The HTTP server: /metrics, /healthz (live), /readyz (ready after the first sync); TLS and basic auth.
 
 A scrape runs the role's collectors under one lock: Prometheus scrapes rarely overlap, and serialising
 them keeps a scrape storm from multiplying the load on engines and NVML. Concurrent scrapes that arrive
-while one runs wait for it and are served its result.
+while one runs wait for it and are served its result. Connections are bounded too (`max_connections`):
+past the bound a connection is closed at once and counted, so a storm costs threads, never memory.
+
+TLS and basic auth come from a web config file (exporter/webconfig.py), off by default. The probes
+/healthz and /readyz answer without credentials (kubelet probes carry none, and they reveal nothing);
+TLS, when on, covers every path. The TLS handshake runs in the connection's thread, not the accept loop,
+so a client that stalls mid-handshake cannot block others.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import contextlib
 import logging
 import platform
+import socket
+import ssl
 import threading
 import time
+from collections import Counter
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
-from exporter import __version__
+from exporter import __version__, logs
 from exporter.catalogue import exporter_self
 from exporter.collect import CollectorSet
 from exporter.exposition import CONTENT_TYPE, Family, render
+from exporter.webconfig import BasicAuth, TlsContexts, WebConfig
 
 log = logging.getLogger(__name__)
+
+MAX_CONNECTIONS = 64  # Prometheus holds one keep-alive connection per scraper; 64 leaves room for people
+IDLE_TIMEOUT_SECONDS = 60.0  # a connection silent this long is closed (also bounds a stalled handshake)
+UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/readyz"})
+REJECT_REASONS = ("connection_limit", "unauthorized", "tls_handshake")
 
 LANDING = """<html><head><title>llm-exporter</title></head><body>
 <h1>llm-exporter</h1><p>Role: {role}. <a href="/metrics">Metrics</a>, <a href="/healthz">healthz</a>,
@@ -27,12 +46,32 @@ LANDING = """<html><head><title>llm-exporter</title></head><body>
 """
 
 
+class Rejections:
+    """Counts of turned-away connections and requests, by reason (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, reason: str) -> None:
+        with self._lock:
+            self._counts[reason] += 1
+
+    def family(self) -> Family:
+        family = Family(exporter_self.HTTP_REJECTED)
+        with self._lock:
+            for reason in REJECT_REASONS:
+                family.add((reason,), float(self._counts[reason]))
+        return family
+
+
 class Scraper:
     """Renders the exposition of one role; overlapping scrapes share one collection."""
 
-    def __init__(self, collectors: CollectorSet, role: str) -> None:
+    def __init__(self, collectors: CollectorSet, role: str, rejections: Rejections | None = None) -> None:
         self.collectors = collectors
         self.role = role
+        self.rejections = rejections or Rejections()
         self._lock = threading.Lock()
         self._generation = 0
         self._last = ""
@@ -44,7 +83,8 @@ class Scraper:
                 return self._last
             build = Family(exporter_self.BUILD_INFO)
             build.add((__version__, platform.python_version(), self.role), 1.0)
-            self._last = render([*self.collectors.collect(), build])
+            own = [build, self.rejections.family(), logs.suppressed_family()]
+            self._last = render([*self.collectors.collect(), *own])
             self._generation += 1
             return self._last
 
@@ -52,19 +92,73 @@ class Scraper:
 class ExporterServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], scraper: Scraper) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        scraper: Scraper,
+        web: WebConfig | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
         self.scraper = scraper
+        self.web = web or WebConfig()
+        self.auth = BasicAuth(self.web.users) if self.web.users else None
+        self.tls = TlsContexts(self.web.tls) if self.web.tls else None
+        self.max_connections = max_connections
+        self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.scraper.rejections.add("connection_limit")
+            log.warning("more than %d connections at once: closing new ones", self.max_connections)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(IDLE_TIMEOUT_SECONDS)
+        if self.tls is not None:
+            try:
+                request = self.tls.current().wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError) as exc:
+                self.scraper.rejections.add("tls_handshake")
+                log.info("TLS handshake failed: %s", type(exc).__name__)
+                return
+        try:
+            super().finish_request(request, client_address)
+        finally:
+            if isinstance(request, ssl.SSLSocket):
+                with contextlib.suppress(OSError):
+                    request.shutdown(socket.SHUT_RDWR)
+                request.close()
 
 
 class Handler(BaseHTTPRequestHandler):
     server: ExporterServer
     protocol_version = "HTTP/1.1"
+    timeout = IDLE_TIMEOUT_SECONDS
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
         scraper = self.server.scraper
+        if path not in UNAUTHENTICATED_PATHS and not self._authorised():
+            scraper.rejections.add("unauthorized")
+            self._send(
+                HTTPStatus.UNAUTHORIZED, "unauthorized\n", extra={"WWW-Authenticate": 'Basic realm="llm-exporter"'}
+            )
+            return
         if path == "/metrics":
             start = time.perf_counter()
             body = scraper.scrape()
@@ -82,11 +176,32 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(HTTPStatus.NOT_FOUND, "not found\n")
 
-    def _send(self, status: HTTPStatus, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
+    def _authorised(self) -> bool:
+        auth = self.server.auth
+        if auth is None:
+            return True
+        scheme, _, encoded = (self.headers.get("Authorization") or "").partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            user, sep, password = base64.b64decode(encoded.strip(), validate=True).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        return bool(sep) and auth.check(user, password)
+
+    def _send(
+        self,
+        status: HTTPStatus,
+        body: str,
+        content_type: str = "text/plain; charset=utf-8",
+        extra: dict[str, str] | None = None,
+    ) -> None:
         data = body.encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
+        for name, value in {**self.server.web.headers, **(extra or {})}.items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
@@ -102,14 +217,26 @@ def parse_listen(listen: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def serve(collectors: CollectorSet, role: str, listen: str, stop: threading.Event | None = None) -> None:
+def serve(
+    collectors: CollectorSet,
+    role: str,
+    listen: str,
+    stop: threading.Event | None = None,
+    web: WebConfig | None = None,
+    max_connections: int = MAX_CONNECTIONS,
+) -> None:
     """Start the collectors' background work and serve until `stop` is set (or forever)."""
     address = parse_listen(listen)
-    server = ExporterServer(address, Scraper(collectors, role))
+    server = ExporterServer(address, Scraper(collectors, role), web, max_connections)
     collectors.start()
     thread = threading.Thread(target=server.serve_forever, name="http", daemon=True)
     thread.start()
-    log.info("llm-exporter %s role=%s listening on %s:%d", __version__, role, *server.server_address[:2])
+    host, port = server.server_address[:2]
+    scheme = "https" if server.tls else "http"
+    log.info(
+        "llm-exporter %s role=%s listening on %s://%s:%d (basic auth %s)",
+        __version__, role, scheme, host, port, "on" if server.auth else "off",
+    )  # fmt: skip
     try:
         (stop or threading.Event()).wait()
     finally:

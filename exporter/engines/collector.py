@@ -103,7 +103,8 @@ class EngineCollector:
             log.debug("engine %s: %s", target.metrics_url, exc)
             return Outcome(target, None, exc.reason, time.monotonic() - start)
         except parser.ParseError as exc:
-            log.debug("engine %s: unparsable body: %s", target.metrics_url, exc)
+            # the kind of fault only: a misconfigured target could serve anything, and bodies are never logged
+            log.debug("engine %s: unparsable body (%s, %d bytes)", target.metrics_url, str(exc).split(":")[0], len(raw))
             return Outcome(target, None, "parse", time.monotonic() - start)
         return Outcome(target, mapped, "", time.monotonic() - start)
 
