@@ -3,10 +3,13 @@
 No NVML on this machine (a CPU node, a laptop, no driver yet): `collect` raises `CollectorUnavailable`, so
 `llm_exporter_collector_success{collector="gpu"}` is 0 and the rest of the exporter works. Loading is
 retried at most once per `INIT_RETRY_SECONDS`: a containerised driver can come up after the exporter.
+NVML lost mid-run (the driver unloaded or upgraded under a running exporter) is the same state: the
+collector drops its handles and samples, and loads NVML again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -18,7 +21,7 @@ from exporter.exposition import Family
 from exporter.gpu import render
 from exporter.gpu.gpm import GpmSampler
 from exporter.gpu.readings import GpuReader
-from exporter.sources.nvml import Nvml, NvmlError
+from exporter.sources.nvml import Nvml, NvmlError, NvmlErrorKind
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +64,13 @@ class GpuCollector:
         if not self._ensure():
             raise CollectorUnavailable(self._init_error)
         with self._lock:
-            readings = self._reader.read_all()
+            try:
+                readings = self._reader.read_all()
+            except NvmlError as exc:
+                if exc.kind is not NvmlErrorKind.UNAVAILABLE:
+                    raise  # a failed scrape (collector_success 0); the next one tries again
+                self._lost(exc)
+                raise CollectorUnavailable(self._init_error) from exc
         devices = {r.uuid: r.gpu for r in readings if r.uuid}
         devices.update((m.uuid, m.gpu) for r in readings for m in r.migs)
         self._devices = devices  # replaced whole: readers in other threads see one scrape or the next
@@ -80,6 +89,16 @@ class GpuCollector:
                     self._nvml.shutdown()
                 except NvmlError as exc:
                     log.warning("NVML shutdown failed: %s", exc)
+
+    def _lost(self, exc: NvmlError) -> None:
+        """NVML went away mid-run (driver unloaded or upgraded): drop its state and load it again at once."""
+        log.warning("NVML lost mid-run (%s); reloading", exc)
+        self._sampler.close()
+        self._initialised = False
+        self._next_attempt = 0.0  # the first retry is immediate; then the usual INIT_RETRY_SECONDS
+        self._init_error = f"NVML lost mid-run: {exc}"
+        with contextlib.suppress(NvmlError):  # already gone
+            self._nvml.shutdown()
 
     def _ensure(self) -> bool:
         with self._lock:

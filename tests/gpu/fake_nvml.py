@@ -65,6 +65,7 @@ class FakeNvml:
         self.gpus = list(gpus)
         self.driver = driver
         self.init_error = init_error
+        self.count_error: NvmlErrorKind | None = None  # injected mid-run: the driver went away, or a hiccup
         self.calls: Counter[str] = Counter()
         self.samples: list[FakeSample] = []
         self.initialised = False
@@ -101,6 +102,8 @@ class FakeNvml:
 
     def device_count(self) -> int:
         assert self.initialised
+        if self.count_error is not None:
+            raise NvmlError(self.count_error, "nvmlDeviceGetCount")
         return len(self.gpus)
 
     def handle_by_index(self, index: int) -> Handle:

@@ -231,3 +231,27 @@ def test_build_gpu_collectors() -> None:
     assert build_gpu_collectors(Gpu(enabled="false")) == []
     collectors = build_gpu_collectors(Gpu())
     assert [c.name for c in collectors] == ["gpu", "gpu_pods"]
+
+
+def test_nvml_errors_mid_run_degrade_the_scrape_then_recover(clock: Clock) -> None:
+    nvml = FakeNvml(two_gpus())
+    collector = primed(nvml, clock)
+    collectors = CollectorSet([collector])
+    assert 'llm_gpu_up{gpu="0"' in render(collectors.collect())
+    # a transient NVML error: that scrape fails, visibly; NVML stays loaded
+    nvml.count_error = NvmlErrorKind.ERROR
+    out = render(collectors.collect())
+    assert 'llm_exporter_collector_success{collector="gpu"} 0' in out and "llm_gpu_up" not in out
+    nvml.count_error = None
+    assert 'llm_gpu_up{gpu="1"' in render(collectors.collect())
+    assert nvml.calls["init"] == 1
+    # the driver unloaded under the exporter: unavailable, NVML state and GPM samples dropped
+    nvml.count_error = NvmlErrorKind.UNAVAILABLE
+    out = render(collectors.collect())
+    assert 'llm_exporter_collector_unavailable{collector="gpu"} 1' in out
+    assert nvml.live_samples() == 0 and nvml.calls["shutdown"] == 1
+    # the driver is back: the next scrape loads NVML again, without waiting for the retry interval
+    nvml.count_error = None
+    out = render(collectors.collect())
+    assert nvml.calls["init"] == 2
+    assert 'llm_exporter_collector_success{collector="gpu"} 1' in out and 'llm_gpu_up{gpu="1"' in out
