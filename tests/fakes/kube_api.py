@@ -121,6 +121,7 @@ def parse_label_selector(text: str) -> Selector:
 class FakeKubeAPI:
     def __init__(self, *, port: int = 0, bookmark_interval: float | None = None) -> None:
         self.bookmark_interval = bookmark_interval
+        self.delay_seconds = 0.0  # injected latency before every answer: a slow, overloaded API server
         self.requests: list[str] = []
         self._port = port
         self._cond = threading.Condition()
@@ -333,6 +334,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.api.requests.append(self.path)
+        if self.api.delay_seconds:
+            time.sleep(self.api.delay_seconds)
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         match = _PATH.match(parts.path)

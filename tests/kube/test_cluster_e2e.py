@@ -171,3 +171,25 @@ def test_no_kubernetes_configuration_is_reported_not_raised(tmp_path: Path) -> N
     collectors = CollectorSet(build_cluster_collectors(Cluster(), str(tmp_path / "missing")))
     assert not collectors.ready()
     assert value(scrape(collectors), "llm_exporter_collector_success", collector="cluster") == 0
+
+
+def test_a_slow_api_server_never_slows_a_scrape(fake_api: FakeKubeAPI, kubeconfig: str) -> None:
+    for obj in cluster_objects():
+        fake_api.apply(obj)
+    fake_api.delay_seconds = 0.3  # every page and watch answer: an overloaded API server
+    collectors = CollectorSet(build_cluster_collectors(Cluster(page_size=3), kubeconfig, **FAST))
+    collectors.start()
+    try:
+        slowest = 0.0
+        while not collectors.ready():
+            start = time.monotonic()
+            s = scrape(collectors)
+            slowest = max(slowest, time.monotonic() - start)
+            assert value(s, "llm_exporter_collector_success", collector="cluster") == 0  # says it is not synced
+            time.sleep(0.1)
+        assert slowest < 0.25, "a scrape reads the last view; it never waits on the API server"
+        assert pending(scrape(collectors))["vllm-big-0"] == "fragmented"
+        fake_api.apply(pod("vllm-huge-0", 64, namespace="demo"))  # events still arrive, late
+        eventually(lambda: pending(scrape(collectors)).get("vllm-huge-0") == "insufficient")
+    finally:
+        collectors.close()
