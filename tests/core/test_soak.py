@@ -1,0 +1,76 @@
+"""Soak: the node role over HTTP for a thousand scrapes while its sources flap; memory and threads stay flat."""
+
+from __future__ import annotations
+
+import threading
+import tracemalloc
+import urllib.request
+
+from exporter import server
+from exporter.collect import CollectorSet
+from exporter.config import Engines, Target
+from exporter.demo.vllm_env import free_port
+from exporter.engines.collector import EngineCollector
+from exporter.gpu.collector import GpuCollector
+from tests.engines.engine_servers import engine_server, recorded
+from tests.gpu.fake_nvml import FakeGpu, FakeNvml
+
+WARM_UP, MEASURED, EVERY = 100, 400, 100
+MODES = ("ok", "500", "garbage", "ok", "ok")  # the flapping target's answer, in turn
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return str(response.read().decode())
+
+
+def test_memory_and_threads_stay_flat_while_sources_flap() -> None:
+    body = recorded("0.32.0")
+    with engine_server("ok") as gone:  # only reserves a port, closed below: a target refusing connections
+        closed = gone.url
+    with engine_server("ok", body) as steady, engine_server("ok", body) as flapping:
+        gpus = [FakeGpu(uuid="GPU-0"), FakeGpu(uuid="GPU-1")]
+        config = Engines(
+            timeout_seconds=1.0,
+            targets=[
+                Target(url=steady.url, labels={"namespace": "soak", "pod": "steady"}),
+                Target(url=flapping.url, labels={"namespace": "soak", "pod": "flapping"}),
+                Target(url=closed, labels={"namespace": "soak", "pod": "gone"}),
+            ],
+        )
+        collectors = CollectorSet([EngineCollector(config), GpuCollector(FakeNvml(gpus))])
+        port = free_port()
+        stop = threading.Event()
+        thread = threading.Thread(target=server.serve, args=(collectors, "node", f"127.0.0.1:{port}", stop))
+        thread.start()
+        url = f"http://127.0.0.1:{port}/metrics"
+        try:
+            for _ in range(50):
+                try:
+                    get(url)
+                    break
+                except OSError:
+                    threading.Event().wait(0.05)
+            threads_before = 0
+            traced: list[int] = []
+            for i in range(WARM_UP + MEASURED + 1):
+                flapping.mode = MODES[i % len(MODES)]
+                gpus[1].lost = i % 7 == 0
+                steady.body = body.replace("vllm:num_requests_running{", f'vllm:num_requests_running{{x="{i % 3}",')
+                text = get(url)
+                assert 'pod="steady",engine="vllm"} 1' in text and 'pod="gone",engine="vllm"} 0' in text
+                if i == WARM_UP:
+                    threads_before = threading.active_count()
+                    tracemalloc.start()
+                elif i > WARM_UP and (i - WARM_UP) % EVERY == 0:
+                    traced.append(tracemalloc.get_traced_memory()[0])
+            threads_after = threading.active_count()
+        finally:
+            tracemalloc.stop()
+            stop.set()
+            thread.join(10)
+    # every scrape replaces the previous one's data; what stays allocated must not grow with scrapes
+    assert len(traced) == MEASURED // EVERY
+    growth = traced[-1] - traced[0]
+    assert growth < 256 * 1024, f"traced memory grew by {growth} bytes over {MEASURED - EVERY} scrapes: {traced}"
+    assert abs(threads_after - threads_before) <= 2, (threads_before, threads_after)
