@@ -257,3 +257,13 @@ def test_real_prometheus_scrapes_through_tls_and_basic_auth(certs: Path, tmp_pat
             wait_for(lambda: query(url, 'llm_engine_up{job="secure"}') != [], 30, "the secure job's samples")
             up = {r["metric"]["job"]: r["value"][1] for r in query(url, "up")}
     assert up == {"secure": "1", "wrong-password": "0", "plain": "0"}
+
+
+def test_the_documented_example_is_a_valid_web_config() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    web = webconfig.parse(example, base=Path("/etc/llm-exporter/web"))
+    assert web.tls is not None and web.tls.client_auth is ssl.CERT_REQUIRED
+    assert web.tls.cert_file == Path("/etc/llm-exporter/web/tls.crt")
+    assert webconfig.BasicAuth(web.users).check("prometheus", "change-me")
+    assert not webconfig.BasicAuth(web.users).check("prometheus", "change-me ")
