@@ -132,6 +132,18 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "disabled feature. Dashboards and autoscalers on it read nothing.",
         ),
         Alert(
+            "LLMEngineSeriesDropped",
+            engine,
+            "llm_engine_series_dropped",
+            ">",
+            0,
+            t.series_dropped_for,
+            "warning",
+            "{{ $labels.namespace }}/{{ $labels.pod }} loses {{ $value }} series per scrape ({{ $labels.reason }}).",
+            "The exporter drops this engine's series past a cap (series_limit, label_too_long) or repeated "
+            "(duplicate): panels and alerts on the dropped models or adapters read nothing.",
+        ),
+        Alert(
             "LLMGPUMemoryNearlyFull",
             gpu,
             "llm_gpu_memory_used_bytes / llm_gpu_memory_total_bytes",

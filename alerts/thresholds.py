@@ -30,6 +30,7 @@ class Thresholds:
     kv_cache_for: str = "10m"
     engine_down_for: str = "5m"
     metric_missing_for: str = "10m"
+    series_dropped_for: str = "15m"
     # GPU: vLLM preallocates 90% of memory by default, so only the last few percent are alarming
     gpu_memory_ratio: float = 0.98
     gpu_memory_for: str = "10m"

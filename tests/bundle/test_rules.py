@@ -26,6 +26,7 @@ CONTRACT = [
     "LLMKVCacheNearlyFull",
     "LLMEngineDown",
     "LLMMetricMissing",
+    "LLMEngineSeriesDropped",
     "LLMPodPendingWithFreeGPUs",
     "LLMGPUMemoryNearlyFull",
     "LLMGPULost",
@@ -48,7 +49,7 @@ def test_promtool_checks_the_rule_files(tmp_path: Path) -> None:
     files = [RULE_FILE, ROOT / "alerts/vllm-compat.rules.yaml", tmp_path / "from-prometheusrule.yaml"]
     done = promtool("check", "rules", *map(str, files))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 11 rules found" in done.stdout
+    assert "SUCCESS: 12 rules found" in done.stdout
 
 
 def test_promtool_unit_tests_pass() -> None:
