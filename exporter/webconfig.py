@@ -150,14 +150,14 @@ def _tls(value: Any, base: Path, errors: list[str]) -> TlsConfig | None:
         if key not in files or files[key] is None:
             errors.append(f"{where}.{key}: required when TLS is configured")
     auth = section.get("client_auth_type", "NoClientCert")
-    if auth not in CLIENT_AUTH:
+    if not isinstance(auth, str) or auth not in CLIENT_AUTH:
         errors.append(f"{where}.client_auth_type: must be one of {', '.join(CLIENT_AUTH)}, got {auth!r}")
     elif auth != "NoClientCert" and files.get("client_ca_file") is None:
         errors.append(f"{where}.client_ca_file: required when client_auth_type is {auth}")
     versions = {}
     for key, default in (("min_version", "TLS12"), ("max_version", "TLS13")):
         text = section.get(key, default)
-        if text not in VERSIONS:
+        if not isinstance(text, str) or text not in VERSIONS:
             errors.append(f"{where}.{key}: must be one of {', '.join(VERSIONS)}, got {text!r}")
         else:
             versions[key] = VERSIONS[text]

@@ -16,6 +16,9 @@ from pathlib import Path
 import bcrypt
 import pytest
 import trustme
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exporter import server, webconfig
 from exporter.collect import CollectorSet
@@ -267,3 +270,41 @@ def test_the_documented_example_is_a_valid_web_config() -> None:
     assert web.tls.cert_file == Path("/etc/llm-exporter/web/tls.crt")
     assert webconfig.BasicAuth(web.users).check("prometheus", "change-me")
     assert not webconfig.BasicAuth(web.users).check("prometheus", "change-me ")
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
+_keys = st.sampled_from(
+    ["tls_server_config", "http_server_config", "basic_auth_users", "cert_file", "key_file", "client_auth_type",
+     "client_ca_file", "min_version", "max_version", "headers", "http2", "prometheus", "cipher_suites", "x"]
+)  # fmt: skip
+_documents = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys | st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+_sections = st.dictionaries(
+    st.sampled_from(["tls_server_config", "http_server_config", "basic_auth_users"]),
+    st.dictionaries(_keys, _documents, max_size=5) | _documents,
+    max_size=3,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_documents | _sections)
+def test_any_yaml_document_is_a_web_config_or_named_errors(document: object) -> None:
+    text = yaml.safe_dump(document)
+    try:
+        webconfig.parse(text, base=Path("/nonexistent"))
+    except ConfigError as exc:
+        assert exc.errors and all(isinstance(e, str) and e for e in exc.errors)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_any_text_is_a_web_config_or_named_errors(text: str) -> None:
+    try:
+        webconfig.parse(text)
+    except ConfigError as exc:
+        assert exc.errors
