@@ -111,6 +111,16 @@ def test_serve_with_a_bad_config_names_the_keys_and_exits_2(tmp_path: Path) -> N
     assert "engines.timeout_seconds: must be in (0, 60]" in result.stderr
 
 
+def test_serve_with_a_bad_web_config_names_the_keys_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text("basic_auth_users: {alice: hunter2}\ntls_server_config: {cert_file: tls.crt}\n")
+    result = cli("serve", "--web-config", str(path), "--listen", "127.0.0.1:0")
+    assert result.returncode == 2
+    assert "basic_auth_users.alice: expected a bcrypt hash" in result.stderr
+    assert "tls_server_config.key_file: required when TLS is configured" in result.stderr
+    assert "hunter2" not in result.stderr  # the error names the key, never echoes a secret
+
+
 def test_serve_end_to_end_against_a_recorded_engine(tmp_path: Path) -> None:
     with engine_server("ok", recorded("0.32.0")) as engine_srv:
         path = tmp_path / "c.yaml"
