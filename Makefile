@@ -1,7 +1,7 @@
 # One task runner; CI runs `make test` (through .ci/run).
 PY := .venv/bin/python
 
-.PHONY: setup demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster vllm-env clean
+.PHONY: setup demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling vllm-env clean
 
 setup:
 	@bash scripts/setup.sh
@@ -39,7 +39,7 @@ generate-check: setup
 vllm-env: setup
 	$(PY) -c 'from exporter.demo import vllm_env as v; p = v.ensure_venv(); v.ensure_model(p)'
 
-bench: bench-parse bench-gpu bench-cluster
+bench: bench-parse bench-gpu bench-cluster bench-node bench-scaling
 
 bench-parse: setup
 	$(PY) bench/bench_parse.py
@@ -49,6 +49,14 @@ bench-gpu: setup
 
 bench-cluster: setup
 	$(PY) bench/bench_cluster.py --scale 1
+
+## The node role end to end (exporter and engines in their own processes); exits 1 on a missed target.
+bench-node: setup
+	$(PY) bench/bench_node.py
+
+## Cost at x1, x10, x100 of targets, GPUs and cluster pods (about 3.5 minutes on 2 cores).
+bench-scaling: setup
+	$(PY) bench/bench_scaling.py
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache
