@@ -1,7 +1,9 @@
 """The GPU collector (NVML, every GPU of the node) and its wiring with pod attribution.
 
 No NVML on this machine (a CPU node, a laptop, no driver yet): `collect` raises `CollectorUnavailable`, so
-`llm_exporter_collector_success{collector="gpu"}` is 0 and the rest of the exporter works. Loading is
+`llm_exporter_collector_success{collector="gpu"}` is 0, `llm_exporter_collector_unavailable` is 1, and the
+rest of the exporter works. With `gpu.enabled: true` the GPUs are expected, so the same state is a failure
+(unavailable 0, and `LLMExporterCollectorFailing` fires). Loading is
 retried at most once per `INIT_RETRY_SECONDS`: a containerised driver can come up after the exporter.
 NVML lost mid-run (the driver unloaded or upgraded under a running exporter) is the same state: the
 collector drops its handles and samples, and loads NVML again.
@@ -26,6 +28,10 @@ from exporter.sources.nvml import Nvml, NvmlError, NvmlErrorKind
 log = logging.getLogger(__name__)
 
 INIT_RETRY_SECONDS = 60.0
+
+
+class NvmlRequiredError(RuntimeError):
+    """gpu.enabled is true and NVML does not load: reported as a failed collector, not an absent one."""
 
 
 class GpuCollector:
@@ -62,7 +68,7 @@ class GpuCollector:
 
     def collect(self) -> Iterable[Family]:
         if not self._ensure():
-            raise CollectorUnavailable(self._init_error)
+            raise self._absent()
         with self._lock:
             try:
                 readings = self._reader.read_all()
@@ -70,7 +76,7 @@ class GpuCollector:
                 if exc.kind is not NvmlErrorKind.UNAVAILABLE:
                     raise  # a failed scrape (collector_success 0); the next one tries again
                 self._lost(exc)
-                raise CollectorUnavailable(self._init_error) from exc
+                raise self._absent() from exc
         devices = {r.uuid: r.gpu for r in readings if r.uuid}
         devices.update((m.uuid, m.gpu) for r in readings for m in r.migs)
         self._devices = devices  # replaced whole: readers in other threads see one scrape or the next
@@ -89,6 +95,12 @@ class GpuCollector:
                     self._nvml.shutdown()
                 except NvmlError as exc:
                     log.warning("NVML shutdown failed: %s", exc)
+
+    def _absent(self) -> Exception:
+        """No NVML: a fact of a CPU node under gpu.enabled auto, a failure (that alerts) under true."""
+        if self._required:
+            return NvmlRequiredError(f"{self._init_error} (gpu.enabled: true)")
+        return CollectorUnavailable(self._init_error)
 
     def _lost(self, exc: NvmlError) -> None:
         """NVML went away mid-run (driver unloaded or upgraded): drop its state and load it again at once."""

@@ -11,7 +11,7 @@ from gpu_helpers import UUID0, UUID1, Clock, assert_golden, make_collector, read
 from exporter.collect import CollectorSet, CollectorUnavailable
 from exporter.config import Gpu
 from exporter.exposition import render
-from exporter.gpu.collector import INIT_RETRY_SECONDS, GpuCollector, build_gpu_collectors
+from exporter.gpu.collector import INIT_RETRY_SECONDS, GpuCollector, NvmlRequiredError, build_gpu_collectors
 from exporter.sources.nvml import NvmlErrorKind
 
 HEALTHY = read_golden("fake_two_gpus.prom")  # hand-checked: see the values in conftest.two_gpus
@@ -220,11 +220,15 @@ def test_without_nvml_the_collector_is_unavailable_and_retries_rarely(
     assert 'llm_gpu_up{gpu="0"' in render(collector.collect())
 
 
-def test_enabled_true_logs_missing_nvml_as_an_error(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
+def test_enabled_true_makes_missing_nvml_a_failure_not_a_fact(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
     collector = make_collector(FakeNvml([], init_error=NvmlErrorKind.UNAVAILABLE), clock, required=True)
-    with pytest.raises(CollectorUnavailable):
+    with pytest.raises(NvmlRequiredError, match=r"NVML not available.*\(gpu.enabled: true\)"):
         collector.collect()
     assert [r.levelno for r in caplog.records if "NVML not available" in r.getMessage()] == [logging.ERROR]
+    out = render(CollectorSet([collector]).collect())
+    # success 0 and unavailable 0: LLMExporterCollectorFailing fires, as it must on a GPU node without NVML
+    assert 'llm_exporter_collector_success{collector="gpu"} 0' in out
+    assert 'llm_exporter_collector_unavailable{collector="gpu"} 0' in out
 
 
 def test_build_gpu_collectors() -> None:
