@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from exporter.catalogue import engine as m
@@ -73,13 +73,17 @@ class EngineCollector:
     def collect(self) -> list[Family]:
         targets = self.targets()
         timeout = self._config.timeout_seconds
-        futures: dict[Future[Outcome], EngineTarget] = {self._pool.submit(self._scrape, t): t for t in targets}
-        done, _ = wait(futures, timeout=timeout + 0.25)  # each fetch has its own deadline; this is a backstop
+        # one deadline for every target, from now: a target queued behind others (more targets than workers)
+        # gets the time left, not a fresh budget that would stretch the scrape past Prometheus' timeout
+        deadline = time.monotonic() + timeout
+        futures = {self._pool.submit(self._scrape, t, deadline): t for t in targets}
+        done, _ = wait(futures, timeout=timeout + 0.25)  # each fetch keeps the deadline; this is a backstop
         outcomes = []
         for future, target in futures.items():
             if future in done and future.exception() is None:
                 outcomes.append(future.result())
             else:
+                future.cancel()  # not started yet: never let it run into the next scrape
                 outcomes.append(Outcome(target, None, "timeout" if future not in done else "internal", timeout))
         return build_families(outcomes)
 
@@ -89,12 +93,14 @@ class EngineCollector:
     def start(self) -> None:
         pass
 
-    def _scrape(self, target: EngineTarget) -> Outcome:
+    def _scrape(self, target: EngineTarget, deadline: float) -> Outcome:
         start = time.monotonic()
         cfg = self._config
+        if deadline - start < 0.05:
+            return Outcome(target, None, "timeout", 0.0)  # queued past the deadline: no time left to fetch
         try:
-            version = self._version(target, start + cfg.timeout_seconds)
-            left = max(0.05, cfg.timeout_seconds - (time.monotonic() - start))
+            version = self._version(target, deadline)
+            left = max(0.05, deadline - time.monotonic())
             raw = http.get(target.metrics_url, timeout=left, max_bytes=cfg.max_response_bytes)
             body = raw.decode("utf-8", errors="replace")
             mapped = mapping.map_body(body, target.identity, version, self._releases, self._limits)

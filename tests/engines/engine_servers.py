@@ -25,6 +25,7 @@ class EngineServer(ThreadingHTTPServer):
         self.body = body
         self.version = version
         self.stop_event = threading.Event()
+        self.metrics_requests = 0  # GETs of anything but /version
         super().__init__(("127.0.0.1", 0), _Handler)
 
     @property
@@ -46,6 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._reply(200, json.dumps({"version": srv.version}).encode())
             return
+        srv.metrics_requests += 1
         mode = srv.mode
         if mode == "hang":
             srv.stop_event.wait(30)

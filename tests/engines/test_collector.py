@@ -9,7 +9,7 @@ from contextlib import ExitStack
 import pytest
 
 from exporter.config import Engines, Target
-from exporter.engines.collector import EngineCollector
+from exporter.engines.collector import MAX_WORKERS, EngineCollector
 from exporter.exposition import render
 from tests.engines.engine_servers import engine_server, recorded
 
@@ -100,3 +100,29 @@ def test_duplicate_series_nan_and_a_cardinality_explosion_are_trimmed_not_fatal(
     assert lora_dropped is not None and int(lora_dropped.group(1)) > 10000  # over the default 20,000 cap
     assert text.count('llm_requests_running{namespace="t",pod="lora"') <= 20000
     assert 'pod="dup",engine="vllm",reason="series_limit"} 0' in text
+
+
+def test_more_hanging_targets_than_workers_keep_the_scrape_within_its_deadline() -> None:
+    with engine_server("hang") as hang, engine_server("ok", recorded("0.32.0")) as ok:
+        targets = [
+            Target(url=f"{hang.url}/m{i}", labels={"namespace": "t", "pod": f"h{i}"}) for i in range(MAX_WORKERS + 8)
+        ]
+        config = Engines(
+            timeout_seconds=0.5, targets=[*targets, Target(url=ok.url, labels={"namespace": "t", "pod": "ok"})]
+        )
+        collector = EngineCollector(config)
+        try:
+            took = []
+            for _ in range(3):  # a scrape's queued fetches never run into the next one
+                start = time.monotonic()
+                text = render(collector.collect())
+                took.append(time.monotonic() - start)
+                assert text.count('reason="timeout"} 1') >= MAX_WORKERS + 8
+            time.sleep(0.6)
+            fetched = hang.metrics_requests
+        finally:
+            collector.close()
+            hang.stop_event.set()
+    assert max(took) < 0.5 + 0.25 + 0.3, took
+    # fetches queued past the deadline are never started: no more than the workers at once, per scrape
+    assert fetched <= 3 * MAX_WORKERS, fetched
