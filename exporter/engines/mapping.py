@@ -128,20 +128,31 @@ def _series_groups(
     Drops (and counts) repeated series, keeping the first, and series with an over-long label value.
     """
     groups: dict[tuple[tuple[str, str], ...], list[Sample]] = {}
-    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     longest = limits.max_label_value_length
     for suffix in _suffixes(spec):
-        for labels, value in parsed.samples.get(source + suffix, ()):
-            if (suffix, labels) in seen:
-                dropped["duplicate"] += 1
-                continue
-            seen.add((suffix, labels))
+        samples = parsed.samples.get(source + suffix, [])
+        if len({labels for labels, _ in samples}) != len(samples):  # rare: checked in C, handled in Python
+            samples = _first_of_each(samples, dropped)
+        for labels, value in samples:
             key = _series_key(labels, longest)
             if key is None:
                 dropped["label_too_long"] += 1
                 continue
             groups.setdefault(key, []).append((suffix, labels, value))
     return list(groups.values())
+
+
+def _first_of_each(
+    samples: list[tuple[tuple[tuple[str, str], ...], float]], dropped: dict[str, int]
+) -> list[tuple[tuple[tuple[str, str], ...], float]]:
+    """`samples` without repeated label sets, keeping the first; counts the rest as duplicates."""
+    first: dict[tuple[tuple[str, str], ...], float] = {}
+    for labels, value in samples:
+        if labels in first:
+            dropped["duplicate"] += 1
+        else:
+            first[labels] = value
+    return list(first.items())
 
 
 @lru_cache(maxsize=1 << 16)  # the same label sets recur at every scrape (parse_labels hands out the same tuples)
