@@ -7,6 +7,7 @@ reported at once (`ConfigError.errors`), so one edit fixes them all.
 from __future__ import annotations
 
 import dataclasses
+import reprlib
 import types
 import typing
 from collections.abc import Mapping
@@ -38,10 +39,14 @@ class Target:
     engine: Literal["vllm"] = "vllm"
 
     def validate(self) -> list[str]:
-        parts = urlsplit(self.url)
         errors = []
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            errors.append(f"url: {self.url!r} is not an http(s) URL with a host")
+        try:
+            parts = urlsplit(self.url)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:  # "http://[::1" (unclosed IPv6 host), netlocs that change under NFKC normalisation
+            valid = False
+        if not valid:
+            errors.append(f"url: {_quote(self.url)} is not an http(s) URL with a host")
         bad = sorted(set(self.labels) - {"namespace", "pod"})
         errors += [f"labels.{key}: only 'namespace' and 'pod' are allowed" for key in bad]
         return errors
@@ -117,6 +122,8 @@ def load(path: str | Path | None) -> Config:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError([f"{path}: not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}"]) from exc
     return parse(text, source=str(path))
 
 
@@ -125,6 +132,13 @@ def parse(text: str, source: str = "<config>") -> Config:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError([f"{source}: not valid YAML: {exc}"]) from exc
+    except (ValueError, LookupError, AttributeError, OverflowError) as exc:
+        # PyYAML's constructors raise these, not YAMLError, for scalars they cannot build: `2001-13-45` and
+        # `0000-01-01` (datetime), `!!int abc`, an int of more than 4300 digits (Python's int-from-text
+        # limit): ValueError; `!!bool x`: KeyError; `!!int ''`: IndexError; `!!timestamp x`: AttributeError.
+        raise ConfigError([f"{source}: not valid YAML: {type(exc).__name__}: {exc}"]) from exc
+    except RecursionError as exc:  # PyYAML's composer recurses once per level: `[[[[…`
+        raise ConfigError([f"{source}: not valid YAML: nested too deeply"]) from exc
     if data is None:
         data = {}
     errors: list[str] = []
@@ -154,7 +168,7 @@ def _build(tp: Any, value: Any, path: str, errors: list[str]) -> Any:
         for key, item in value.items():
             if key not in fields:
                 known = ", ".join(sorted(fields))
-                errors.append(f"{_join(path, str(key))}: unknown key (known: {known})")
+                errors.append(f"{_join(path, _key_text(key))}: unknown key (known: {known})")
                 continue
             kwargs[key] = _build(hints[key], item, _join(path, key), errors)
         missing = [
@@ -174,7 +188,7 @@ def _build(tp: Any, value: Any, path: str, errors: list[str]) -> Any:
         allowed = get_args(tp)
         text = _literal_text(value)
         if text not in allowed:
-            errors.append(f"{where}: must be one of {', '.join(map(str, allowed))}, got {value!r}")
+            errors.append(f"{where}: must be one of {', '.join(map(str, allowed))}, got {_quote(value)}")
             return None
         return text
     if origin is list:
@@ -189,7 +203,7 @@ def _build(tp: Any, value: Any, path: str, errors: list[str]) -> Any:
             return None
         bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
         for key in bad:
-            errors.append(f"{_join(path, str(key))}: keys and values must be strings")
+            errors.append(f"{_join(path, _key_text(key))}: keys and values must be strings")
         return None if bad else dict(value)
     if origin in (Union, types.UnionType):
         if value is None and type(None) in get_args(tp):
@@ -214,7 +228,11 @@ def _scalar(tp: Any, value: Any, where: str, errors: list[str]) -> Any:
             return value
     elif tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+            try:
+                return float(value)
+            except OverflowError:  # an int beyond 1.8e308
+                errors.append(f"{where}: expected float, got an int too large for a float")
+                return None
     elif tp is str:
         if isinstance(value, str):
             return value
@@ -224,5 +242,27 @@ def _scalar(tp: Any, value: Any, where: str, errors: list[str]) -> Any:
     return None
 
 
+_REPR = reprlib.Repr()  # Python 3.11's Repr takes no keyword arguments
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 2, 4, 4
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
+
+
+def _quote(value: Any) -> str:
+    """repr(value), bounded: a YAML alias bomb is small as text but astronomically large written out."""
+    try:
+        text = _REPR.repr(value)
+    except ValueError:  # an int of more than 4300 digits (YAML reads `0x…` of any length) has no decimal repr
+        return f"<{type(value).__name__} too large to write out>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _key_text(key: Any) -> str:
+    """A mapping key as an error's path names it: str(key), or _quote's placeholder where str() refuses."""
+    try:
+        return str(key)
+    except ValueError:
+        return _quote(key)
+
+
 def _kind(value: Any) -> str:
-    return "null" if value is None else f"{type(value).__name__} {value!r}"[:80]
+    return "null" if value is None else f"{type(value).__name__} {_quote(value)}"[:80]

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+_ESCAPE = re.compile(r'\\([\\"n])')  # the format's three escapes; any other backslash is kept (as the peer does)
+_UNESCAPED = {"\\": "\\", '"': '"', "n": "\n"}
 
 
 class ParseError(ValueError):
@@ -44,10 +46,23 @@ def parse_labels(text: str) -> tuple[tuple[str, str], ...]:
             break
         value = match.group(2)
         if "\\" in value:
-            value = value.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+            # One left-to-right pass: chained str.replace calls read `\\n` (an escaped backslash, then n)
+            # as a backslash and a newline.
+            value = _ESCAPE.sub(_unescape, value)
         pairs.append((match.group(1), value))
         pos = match.end()
     return tuple(pairs)
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return _UNESCAPED[match.group(1)]
+
+
+def _type_family(line: str) -> str | None:
+    """The family name of a `# TYPE name type` line with any blanks and tabs between its tokens, or None."""
+    tokens = line[1:].replace("\t", " ").split(" ")
+    tokens = [token for token in tokens if token]
+    return tokens[1] if len(tokens) >= 2 and tokens[0] == "TYPE" else None
 
 
 def parse_value(text: str) -> float:
@@ -67,22 +82,41 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
     samples = result.samples
     type_prefix = "# TYPE " + family_prefix
     seen_data = False
+    # The format allows runs of blanks and tabs between tokens and before the first; prometheus_client (so
+    # vLLM) writes single spaces. The rarer spellings are handled off the per-line fast path: tabs behind one
+    # memchr of the body, indented lines by parsing again with the lines stripped (see _dedented).
+    tabs = "\t" in body
     for line in body.split("\n"):
         if not line:
             continue
         if line[0] == "#":
             if line.startswith(type_prefix):
                 parts = line.split(" ", 3)
-                if len(parts) >= 3:
+                if len(parts) >= 3 and not (tabs and "\t" in parts[2]):
                     result.families.add(parts[2])
+                    continue
+            elif line.startswith("# HELP "):
+                continue
+            elif line.startswith("# TYPE ") and line[7:8] != " " and not tabs:
+                continue  # a canonical TYPE line of another prefix
+            elif "TYPE" not in line:
+                continue  # a comment
+            name = _type_family(line)  # a TYPE line with other blanks than single spaces
+            if name is not None and name.startswith(family_prefix):
+                result.families.add(name)
             continue
         brace = line.find("{")
         space = line.find(" ")
         if brace != -1 and (space == -1 or brace < space):
             name = line[:brace]
             if name not in wanted:
-                seen_data = True
-                continue
+                if tabs and "\t" in name:  # `name\t{...}`: tabs before the label set
+                    if name[0] == "\t":
+                        return _dedented(body, wanted, family_prefix)
+                    name = name.rstrip("\t")
+                if name not in wanted:
+                    seen_data = True
+                    continue
             close = line.rfind("}")
             if close < brace:
                 raise ParseError(f"unclosed label set: {line[:80]!r}")
@@ -90,15 +124,33 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
             rest = line[close + 1 :].split()
         else:
             if space == -1:
-                raise ParseError(f"not a sample line: {line[:80]!r}")
+                space = line.find("\t")  # `name\tvalue`
+                if space == -1:
+                    raise ParseError(f"not a sample line: {line[:80]!r}")
+            if space == 0:
+                return _dedented(body, wanted, family_prefix)
             name = line[:space]
+            if tabs and name not in wanted:
+                tab = name.find("\t")  # `name\tvalue timestamp`, `name\t {...}`
+                if tab == 0:
+                    return _dedented(body, wanted, family_prefix)
+                if tab != -1:
+                    space, name = tab, line[:tab]
             if not seen_data and ("<" in name or "(" in name):
                 raise ParseError(f"not a sample line: {line[:80]!r}")
             if name not in wanted:
                 seen_data = True
                 continue
-            labels = ()
             rest = line[space + 1 :].split()
+            if rest and rest[0][0] == "{":  # `name {...} value`: blanks before the label set
+                brace = line.find("{")
+                close = line.rfind("}")
+                if close < brace:
+                    raise ParseError(f"unclosed label set: {line[:80]!r}")
+                labels = parse_labels(line[brace + 1 : close])
+                rest = line[close + 1 :].split()
+            else:
+                labels = ()
         if not rest:
             raise ParseError(f"sample without a value: {line[:80]!r}")
         seen_data = True
@@ -106,3 +158,11 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
     if not seen_data and not result.families and body.strip():
         raise ParseError("no samples in body")
     return result
+
+
+def _dedented(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
+    """`parse` of a body with indented lines: the same body with each line's leading blanks removed.
+
+    A label value holds no raw newline (it is escaped), so every line starts with a token or blanks.
+    """
+    return parse("\n".join(line.lstrip(" \t") for line in body.split("\n")), wanted, family_prefix)
