@@ -18,7 +18,7 @@ test: setup
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: setup
-	.venv/bin/ruff check exporter tests bench dashboards alerts
+	.venv/bin/ruff check exporter tests bench dashboards alerts fuzz
 
 typecheck: setup
 	.venv/bin/mypy exporter

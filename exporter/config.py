@@ -91,6 +91,11 @@ class Gpu:
     pod_resources_socket: str = DEFAULT_POD_RESOURCES_SOCKET
     pod_resources_refresh_seconds: float = 10.0
 
+    def validate(self) -> list[str]:
+        if not 0 < self.pod_resources_refresh_seconds <= 3600:  # also false for NaN
+            return ["pod_resources_refresh_seconds: must be in (0, 3600]"]
+        return []
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -104,6 +109,8 @@ class Cluster:
             errors.append("page_size: must be positive")
         if self.max_pending_pods < 1:
             errors.append("max_pending_pods: must be positive")
+        if not 0 <= self.resync_seconds <= 86400:  # also false for NaN
+            errors.append("resync_seconds: must be in [0, 86400] (0: watches only)")
         return errors
 
 
@@ -118,18 +125,23 @@ def load(path: str | Path | None) -> Config:
     """The configuration in `path` (YAML), or the defaults when `path` is None."""
     if path is None:
         return Config()
+    return parse(read_text(path), source=str(path))
+
+
+def read_text(path: str | Path) -> str:
+    """A config file's text; unreadable or non-UTF-8 files are a ConfigError naming the file."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError([f"{path}: not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}"]) from exc
-    return parse(text, source=str(path))
 
 
-def parse(text: str, source: str = "<config>") -> Config:
+def read_yaml(text: str, source: str) -> Any:
+    """The YAML document in `text`; anything PyYAML cannot build is a ConfigError naming `source`."""
     try:
-        data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError([f"{source}: not valid YAML: {exc}"]) from exc
     except (ValueError, LookupError, AttributeError, OverflowError) as exc:
@@ -139,6 +151,10 @@ def parse(text: str, source: str = "<config>") -> Config:
         raise ConfigError([f"{source}: not valid YAML: {type(exc).__name__}: {exc}"]) from exc
     except RecursionError as exc:  # PyYAML's composer recurses once per level: `[[[[…`
         raise ConfigError([f"{source}: not valid YAML: nested too deeply"]) from exc
+
+
+def parse(text: str, source: str = "<config>") -> Config:
+    data = read_yaml(text, source)
     if data is None:
         data = {}
     errors: list[str] = []

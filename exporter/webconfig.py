@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import bcrypt
-import yaml
 
-from exporter.config import ConfigError
+from exporter.config import ConfigError, read_text, read_yaml
 
 CLIENT_AUTH = {
     "NoClientCert": ssl.CERT_NONE,
@@ -83,11 +82,7 @@ class WebConfig:
 
 def load(path: str | Path) -> WebConfig:
     """The web config in `path`; its TLS files are loaded once here so that a bad file fails at start."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
-    web = parse(text, base=Path(path).parent, source=str(path))
+    web = parse(read_text(path), base=Path(path).parent, source=str(path))
     if web.tls is not None:
         try:
             web.tls.build_context()
@@ -98,10 +93,7 @@ def load(path: str | Path) -> WebConfig:
 
 def parse(text: str, base: Path = Path("."), source: str = "<web config>") -> WebConfig:
     """Parse and check a web config; relative file names are relative to `base` (the file's folder)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{source}: not valid YAML: {exc}"]) from exc
+    data = read_yaml(text, source)
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise ConfigError([f"{source}: expected a mapping, got {type(data).__name__}"])

@@ -189,5 +189,5 @@ def _label_block(head: str, labels: tuple[tuple[str, str], ...]) -> str:
     parts = [head, f'model="{escape_label_value(model)}"', f'dp_rank="{escape_label_value(dp_rank)}"']
     parts.extend(f'{key}="{escape_label_value(value)}"' for key, value in rest)
     if le is not None:
-        parts.append(f'le="{le}"')
+        parts.append(f'le="{escape_label_value(le)}"')
     return "{" + ",".join(parts) + "}"

@@ -52,3 +52,12 @@ def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
         config.load(bad)
     with pytest.raises(config.ConfigError, match="config: expected a mapping"):
         config.parse("- a list\n")
+
+
+def test_intervals_must_be_finite_and_in_range() -> None:
+    with pytest.raises(config.ConfigError) as err:
+        config.parse("gpu: {pod_resources_refresh_seconds: .nan}\ncluster: {resync_seconds: -1}\n")
+    assert err.value.errors == [
+        "gpu.pod_resources_refresh_seconds: must be in (0, 3600]",
+        "cluster.resync_seconds: must be in [0, 86400] (0: watches only)",
+    ]

@@ -308,3 +308,12 @@ def test_any_text_is_a_web_config_or_named_errors(text: str) -> None:
         webconfig.parse(text)
     except ConfigError as exc:
         assert exc.errors
+
+
+def test_yaml_pyyaml_cannot_build_and_non_utf8_files_are_named_errors(tmp_path: Path) -> None:
+    for text in ("basic_auth_users: {a: !!int abc}", "[" * 1000, "x: 2001-13-45"):
+        with pytest.raises(ConfigError, match="not valid YAML"):
+            webconfig.parse(text)
+    (tmp_path / "web.yml").write_bytes(b"basic_auth_users: {a: \xff}\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        webconfig.load(tmp_path / "web.yml")

@@ -190,3 +190,17 @@ def test_over_long_label_values_and_duplicates_are_dropped_nan_is_kept() -> None
         f'llm_engine_series_dropped{{{head},reason="label_too_long"}} 1',
         f'llm_engine_series_dropped{{{head},reason="duplicate"}} 1',
     ]
+
+
+@pytest.mark.parametrize(("text", "key"), [("0.10.1.1", (0, 10, 1, 1)), ("v0.11.2+cpu", (0, 11, 2)), ("²", None),
+                                           ("1" * 5000, None), ("0.1²", (0,))])  # fmt: skip
+def test_parse_version_takes_ascii_digits_only(text: str, key: tuple[int, ...] | None) -> None:
+    assert parse_version(text) == key
+
+
+def test_an_odd_le_value_is_escaped_not_copied() -> None:
+    body = 'vllm:time_to_first_token_seconds_bucket{engine="0",le="a\\"b",model_name="m"} 1\n'
+    mapped = mapping.map_body(body, ID, "²", load())  # a /version answer that is no version: inferred
+    assert mapped.version_source == "inferred"
+    (sample,) = mapped.samples[m.TIME_TO_FIRST_TOKEN]
+    assert sample[1].endswith(',le="a\\"b"}')
