@@ -20,6 +20,7 @@ import logging
 import platform
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import Counter
@@ -108,6 +109,14 @@ class ExporterServer(ThreadingHTTPServer):
         self.max_connections = max_connections
         self._slots = threading.BoundedSemaphore(max_connections)
         super().__init__(address, Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One log line, not socketserver's traceback on stderr: a client hanging up is routine."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, ssl.SSLError)):
+            log.debug("connection from %s ended: %s", client_address[0], type(exc).__name__)
+        else:
+            log.error("error serving %s", client_address[0], exc_info=exc)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
