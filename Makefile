@@ -21,7 +21,7 @@ lint: setup
 	.venv/bin/ruff check exporter tests bench dashboards alerts fuzz
 
 typecheck: setup
-	.venv/bin/mypy exporter
+	.venv/bin/mypy exporter tests bench fuzz
 
 check: lint typecheck generate-check test
 

@@ -14,7 +14,6 @@ of one recompute of the cluster view (the peer recomputes from its models). Ever
 every pod is kept: the worst case for memory. Target: ours well under 500 MB at scale 1.0.
 """
 
-
 from __future__ import annotations
 
 import argparse

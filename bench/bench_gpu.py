@@ -100,8 +100,8 @@ def main() -> None:
     if args.child:
         child(args.scrapes)
         return
-    sys.path.insert(0, str(ROOT / "tests" / "gpu"))
-    import stub_nvml_build  # type: ignore[import-not-found]
+    sys.path.insert(0, str(ROOT))
+    from tests.gpu import stub_nvml_build
 
     with tempfile.TemporaryDirectory() as tmp:
         libs = stub_nvml_build.build(Path(tmp))

@@ -35,7 +35,7 @@ from threading import Thread
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "gpu")]
+sys.path.insert(0, str(ROOT))
 SIZES_KB = (50, 70, 90, 110, 130, 150, 175, 200)  # one engine target each
 GPUS = 8
 RATIO_TARGET, RSS_TARGET_MB = 0.5, 80.0
@@ -44,8 +44,9 @@ GPU_UP = re.compile(r"^llm_gpu_up\{[^}]*\} (\S+)$", re.M)
 COLLECTOR = re.compile(r'^llm_exporter_collector_(success|unavailable)\{collector="([^"]*)"\} (\S+)$', re.M)
 DROPPED = re.compile(r"^llm_engine_series_dropped\{[^}]*\} (\S+)$", re.M)
 
-import stub_nvml_build  # type: ignore[import-not-found]  # noqa: E402 - the stub NVML of the GPU tests
 from bench_parse import grown  # noqa: E402 - the parse benchmark's grown bodies
+
+from tests.gpu import stub_nvml_build  # noqa: E402 - the stub NVML of the GPU tests
 
 
 @dataclass

@@ -32,7 +32,8 @@ BODY = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "vllm" / "0
 def grown(target_bytes: int) -> str:
     """The recorded body with its vLLM series repeated for more model names, up to `target_bytes`."""
     vllm_lines = [line for line in BODY.splitlines() if line.startswith("vllm:")]
-    extra, n = [], 0
+    extra: list[str] = []
+    n = 0
     while len(BODY) + sum(map(len, extra)) < target_bytes:
         n += 1
         extra += [re.sub(r'model_name="tiny"', f'model_name="lora-{n}"', line) + "\n" for line in vllm_lines]

@@ -26,12 +26,13 @@ from alerts.thresholds import DEFAULT
 from exporter.bundle import check, render
 from exporter.bundle.queries import Query, file_queries
 from exporter.collect import CollectorSet
+from exporter.demo.vllm_env import free_port
 from exporter.exposition import render as render_exposition
 from exporter.gpu.collector import GpuCollector
 from exporter.gpu.pods import GpuPodsCollector
 from exporter.sources.podresources import ContainerDevices
 from exporter.sources.prometheus import HttpPrometheus
-from tests.bundle.servers import Served, alertmanager, free_port, process, prometheus, query, static_job, wait_for
+from tests.bundle.servers import Served, alertmanager, process, prometheus, query, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.fakes.kube_api import FakeKubeAPI
 from tests.gpu.fake_nvml import FakeGpu, FakeNvml

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import bcrypt
 import pytest
@@ -248,7 +249,7 @@ def test_real_prometheus_scrapes_through_tls_and_basic_auth(certs: Path, tmp_pat
         target = {"targets": [f"127.0.0.1:{port}"]}
         tls = {"ca_file": str(certs / "ca.crt"), "cert_file": str(certs / "client.pem"),
                "key_file": str(certs / "client.pem")}  # fmt: skip
-        jobs = [
+        jobs: list[dict[str, Any]] = [
             {"job_name": "secure", "scheme": "https", "tls_config": tls, "static_configs": [target],
              "basic_auth": {"username": "prometheus", "password": PASSWORD}},
             {"job_name": "wrong-password", "scheme": "https", "tls_config": tls, "static_configs": [target],

@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def fetch(url: str) -> str:
         return str(response.read().decode())
 
 
-def complete(base: str, max_tokens: int) -> dict[str, object]:
+def complete(base: str, max_tokens: int) -> dict[str, Any]:
     body = json.dumps({"model": "tiny", "prompt": "the queue is long and the model waits", "max_tokens": max_tokens,
                        "ignore_eos": True}).encode()  # fmt: skip
     request = urllib.request.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
@@ -77,8 +78,8 @@ def exporter(vllm: vllm_env.VllmServer, tmp_path_factory: pytest.TempPathFactory
 def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter: str, tmp_path: Path) -> None:
     with ThreadPoolExecutor(3) as pool:
         results = list(pool.map(lambda n: complete(vllm.url, 4 + n), range(REQUESTS)))
-    generated = sum(int(r["usage"]["completion_tokens"]) for r in results)  # type: ignore[index]
-    prompt = sum(int(r["usage"]["prompt_tokens"]) for r in results)  # type: ignore[index]
+    generated = sum(int(r["usage"]["completion_tokens"]) for r in results)
+    prompt = sum(int(r["usage"]["prompt_tokens"]) for r in results)
 
     ours, theirs = fetch(exporter), fetch(vllm.url + "/metrics")
     engine = {"namespace": "e2e", "pod": "vllm-0", "model": "tiny"}

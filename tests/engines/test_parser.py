@@ -44,7 +44,7 @@ def test_garbage_is_a_parse_error(body: str) -> None:
 
 def test_agrees_with_prometheus_client_on_a_real_body() -> None:
     body = recorded("0.32.0")
-    peer = {}
+    peer: dict[str, list[tuple[tuple[tuple[str, str], ...], float]]] = {}
     for family in text_string_to_metric_families(body):
         for sample in family.samples:
             peer.setdefault(sample.name, []).append((tuple(sorted(sample.labels.items())), sample.value))

@@ -80,7 +80,7 @@ def label_block(draw: st.DrawFn, pairs: list[tuple[str, str]]) -> str:
         for name, value in pairs
     ]
     body = ("," + draw(OPT_BLANKS)).join(terms)
-    if terms and draw(st.booleans()):
+    if bool(terms) and draw(st.booleans()):
         body += draw(OPT_BLANKS) + ","
     return draw(OPT_BLANKS) + "{" + body + draw(OPT_BLANKS) + "}"
 
@@ -88,7 +88,7 @@ def label_block(draw: st.DrawFn, pairs: list[tuple[str, str]]) -> str:
 @st.composite
 def sample_line(draw: st.DrawFn, name: str) -> str:
     pairs = draw(LABELS)
-    if pairs or draw(st.booleans()):
+    if bool(pairs) or draw(st.booleans()):
         line = name + draw(label_block(pairs)) + draw(OPT_BLANKS)
         if not line.endswith((" ", "\t")):
             line += draw(BLANKS) if draw(st.booleans()) else ""

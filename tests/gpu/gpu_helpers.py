@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fake_nvml import FakeGpu, FakeNvml
-
 from exporter.gpu.collector import GpuCollector
 from exporter.gpu.gpm import GpmSampler
+from tests.gpu.fake_nvml import FakeGpu, FakeNvml
 
 GOLDEN = Path(__file__).parent / "golden"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 
 import pytest
-from fake_nvml import GIB, FakeGpu, FakeMig, FakeNvml
-from gpu_helpers import UUID0, UUID1, Clock, assert_golden, make_collector, read_golden, two_gpus
 
 from exporter.collect import CollectorSet, CollectorUnavailable
 from exporter.config import Gpu
 from exporter.exposition import render
 from exporter.gpu.collector import INIT_RETRY_SECONDS, GpuCollector, NvmlRequiredError, build_gpu_collectors
 from exporter.sources.nvml import NvmlErrorKind
+from tests.gpu.fake_nvml import GIB, FakeGpu, FakeMig, FakeNvml
+from tests.gpu.gpu_helpers import UUID0, UUID1, Clock, assert_golden, make_collector, read_golden, two_gpus
 
 HEALTHY = read_golden("fake_two_gpus.prom")  # hand-checked: see the values in conftest.two_gpus
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from fake_nvml import FakeGpu, FakeNvml
-from gpu_helpers import UUID0, UUID1, Clock
 
 from exporter.gpu.attribution import PodGpu, attribute, device_key
 from exporter.gpu.bandwidth import peak_bytes_per_second
@@ -12,6 +10,8 @@ from exporter.gpu.fields import Field
 from exporter.gpu.gpm import GpmSampler
 from exporter.sources.nvml import Handle, NvmlErrorKind, Sample
 from exporter.sources.podresources import ContainerDevices
+from tests.gpu.fake_nvml import FakeGpu, FakeNvml
+from tests.gpu.gpu_helpers import UUID0, UUID1, Clock
 
 
 @pytest.mark.parametrize(

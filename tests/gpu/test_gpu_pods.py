@@ -13,7 +13,6 @@ from typing import Any
 
 import grpc
 import pytest
-from gpu_helpers import UUID0, UUID1, Clock
 
 from exporter.collect import CollectorSet, CollectorUnavailable
 from exporter.exposition import render
@@ -25,6 +24,7 @@ from exporter.sources.podresources import (
     PodResourcesError,
     PodResourcesUnavailableError,
 )
+from tests.gpu.gpu_helpers import UUID0, UUID1, Clock
 
 
 def _pod(namespace: str, name: str, containers: list[tuple[str, list[tuple[str, list[str]]]]]) -> pb.PodResources:

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import stub_nvml_build
-from gpu_helpers import assert_golden
+
+from tests.gpu import stub_nvml_build
+from tests.gpu.gpu_helpers import assert_golden
 
 SCENARIO = Path(__file__).parent / "stub_scenario.py"
 

@@ -8,7 +8,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # tests.fakes
-sys.path.insert(0, str(Path(__file__).parent))  # objects
 
 from tests.fakes.kube_api import FakeKubeAPI  # noqa: E402
 

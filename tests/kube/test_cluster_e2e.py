@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from objects import container, node, pod, resource_claim, resource_slice, taint
 from prometheus_client.parser import text_string_to_metric_families
-from waiting import eventually
 
 from exporter.collect import CollectorSet
 from exporter.config import Cluster
@@ -18,6 +16,8 @@ from exporter.demo.vllm_env import free_port
 from exporter.exposition import render
 from exporter.kube.collector import build_cluster_collectors
 from tests.fakes.kube_api import FakeKubeAPI
+from tests.kube.objects import container, node, pod, resource_claim, resource_slice, taint
+from tests.kube.waiting import eventually
 
 FAST = {"watch_timeout_seconds": 5.0, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 0.2}
 G, MIG = "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from objects import node, pod, required_affinity, taint
 
 from exporter.kube.eligibility import eligible, requirement_holds, tolerates
 from exporter.kube.transform import constraints_of, node_record
+from tests.kube.objects import node, pod, required_affinity, taint
 
 GPU_TAINT = ("nvidia.com/gpu", "present", "NoSchedule")
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from objects import node, pod
-from waiting import eventually
 
 from exporter.demo.vllm_env import free_port
 from exporter.sources.kube import KubeConfigError, Reflector, connect
 from tests.fakes.kube_api import FakeKubeAPI
+from tests.kube.objects import node, pod
+from tests.kube.waiting import eventually
 
 FAST = {"watch_timeout_seconds": 2.0, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 0.2}
 

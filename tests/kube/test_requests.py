@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from objects import container
 
 from exporter.kube.requests import effective_requests, parse_count
 from exporter.kube.transform import gpu_matcher, is_gpu_resource
+from tests.kube.objects import container
 
 G = "nvidia.com/gpu"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from objects import container, node, pod, resource_claim, resource_slice, taint
 
 from exporter.exposition import render
 from exporter.kube import render as kube_render
@@ -15,6 +14,7 @@ from exporter.kube.records import ClaimRecord, NodeRecord, PodRecord, SliceRecor
 from exporter.kube.transform import claim_record, node_record, pod_record, slice_record
 from exporter.kube.view import ClusterView, compute
 from exporter.sources.kube import key_of
+from tests.kube.objects import container, node, pod, resource_claim, resource_slice, taint
 
 MIG = "nvidia.com/mig-1g.10gb"
 
