@@ -117,11 +117,7 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
                 if name not in wanted:
                     seen_data = True
                     continue
-            close = line.rfind("}")
-            if close < brace:
-                raise ParseError(f"unclosed label set: {line[:80]!r}")
-            labels = parse_labels(line[brace + 1 : close])
-            rest = line[close + 1 :].split()
+            labels, rest = _label_set(line, brace)
         else:
             if space == -1:
                 space = line.find("\t")  # `name\tvalue`
@@ -143,12 +139,7 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
                 continue
             rest = line[space + 1 :].split()
             if rest and rest[0][0] == "{":  # `name {...} value`: blanks before the label set
-                brace = line.find("{")
-                close = line.rfind("}")
-                if close < brace:
-                    raise ParseError(f"unclosed label set: {line[:80]!r}")
-                labels = parse_labels(line[brace + 1 : close])
-                rest = line[close + 1 :].split()
+                labels, rest = _label_set(line, line.find("{"))
             else:
                 labels = ()
         if not rest:
@@ -158,6 +149,14 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
     if not seen_data and not result.families and body.strip():
         raise ParseError("no samples in body")
     return result
+
+
+def _label_set(line: str, brace: int) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """The labels of the set opening at `brace`, and the tokens after it (value, timestamp)."""
+    close = line.rfind("}")
+    if close < brace:
+        raise ParseError(f"unclosed label set: {line[:80]!r}")
+    return parse_labels(line[brace + 1 : close]), line[close + 1 :].split()
 
 
 def _dedented(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
