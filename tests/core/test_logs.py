@@ -7,18 +7,17 @@ import json
 import logging
 import socket
 import struct
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from exporter import logs, server
+from exporter import logs
 from exporter.collect import CollectorSet
 from exporter.config import Engines, Target
-from exporter.demo.vllm_env import free_port
 from exporter.engines.collector import EngineCollector
 from exporter.exposition import render
+from tests.core.serving import serving
 from tests.engines.engine_servers import engine_server
 
 
@@ -120,24 +119,12 @@ def test_engine_faults_log_neither_bodies_nor_credentials(captured: io.StringIO)
 def test_a_client_resetting_its_connection_is_one_debug_line_not_a_traceback(
     captured: io.StringIO, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    port = free_port()
-    stop = threading.Event()
-    thread = threading.Thread(target=server.serve, args=(CollectorSet([]), "node", f"127.0.0.1:{port}", stop))
-    thread.start()
-    try:
-        for _ in range(100):
-            try:
-                sock = socket.create_connection(("127.0.0.1", port), timeout=2)
-                break
-            except OSError:
-                time.sleep(0.05)
+    with serving(CollectorSet([])) as port:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=2)
         sock.sendall(b"GET /metr")  # half a request line, then a reset (RST, not FIN)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         sock.close()
         time.sleep(0.3)
-    finally:
-        stop.set()
-        thread.join(10)
     assert "Traceback" not in capsys.readouterr().err
     assert "Traceback" not in captured.getvalue()
     assert "connection from 127.0.0.1 ended: ConnectionResetError" in captured.getvalue()

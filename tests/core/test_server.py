@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -16,6 +15,7 @@ from exporter.catalogue import engine
 from exporter.collect import CollectorSet
 from exporter.demo.vllm_env import free_port
 from exporter.exposition import Family
+from tests.core.serving import serving
 from tests.engines.engine_servers import engine_server, recorded
 
 
@@ -52,22 +52,8 @@ def get(url: str) -> tuple[int, str]:
 @pytest.fixture
 def running() -> Iterator[tuple[str, Fixed]]:
     fixed = Fixed()
-    address = free_port()
-    stop = threading.Event()
-    thread = threading.Thread(
-        target=server.serve, args=(CollectorSet([Raising(), fixed]), "node", f"127.0.0.1:{address}", stop)
-    )
-    thread.start()
-    base = f"http://127.0.0.1:{address}"
-    for _ in range(50):
-        try:
-            get(base + "/healthz")
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield base, fixed
-    stop.set()
-    thread.join(5)
+    with serving(CollectorSet([Raising(), fixed])) as port:
+        yield f"http://127.0.0.1:{port}", fixed
 
 
 def test_a_raising_collector_is_isolated_and_reported(running: tuple[str, Fixed]) -> None:

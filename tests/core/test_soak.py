@@ -6,12 +6,11 @@ import threading
 import tracemalloc
 import urllib.request
 
-from exporter import server
 from exporter.collect import CollectorSet
 from exporter.config import Engines, Target
-from exporter.demo.vllm_env import free_port
 from exporter.engines.collector import EngineCollector
 from exporter.gpu.collector import GpuCollector
+from tests.core.serving import serving
 from tests.engines.engine_servers import engine_server, recorded
 from tests.gpu.fake_nvml import FakeGpu, FakeNvml
 
@@ -39,36 +38,25 @@ def test_memory_and_threads_stay_flat_while_sources_flap() -> None:
             ],
         )
         collectors = CollectorSet([EngineCollector(config), GpuCollector(FakeNvml(gpus))])
-        port = free_port()
-        stop = threading.Event()
-        thread = threading.Thread(target=server.serve, args=(collectors, "node", f"127.0.0.1:{port}", stop))
-        thread.start()
-        url = f"http://127.0.0.1:{port}/metrics"
+        traced: list[int] = []
         try:
-            for _ in range(50):
-                try:
-                    get(url)
-                    break
-                except OSError:
-                    threading.Event().wait(0.05)
-            threads_before = 0
-            traced: list[int] = []
-            for i in range(WARM_UP + MEASURED + 1):
-                flapping.mode = MODES[i % len(MODES)]
-                gpus[1].lost = i % 7 == 0
-                steady.body = body.replace("vllm:num_requests_running{", f'vllm:num_requests_running{{x="{i % 3}",')
-                text = get(url)
-                assert 'pod="steady",engine="vllm"} 1' in text and 'pod="gone",engine="vllm"} 0' in text
-                if i == WARM_UP:
-                    threads_before = threading.active_count()
-                    tracemalloc.start()
-                elif i > WARM_UP and (i - WARM_UP) % EVERY == 0:
-                    traced.append(tracemalloc.get_traced_memory()[0])
-            threads_after = threading.active_count()
+            with serving(collectors) as port:
+                url = f"http://127.0.0.1:{port}/metrics"
+                threads_before = 0
+                for i in range(WARM_UP + MEASURED + 1):
+                    flapping.mode = MODES[i % len(MODES)]
+                    gpus[1].lost = i % 7 == 0
+                    steady.body = body.replace("vllm:num_requests_running{", f'vllm:num_requests_running{{x="{i % 3}",')
+                    text = get(url)
+                    assert 'pod="steady",engine="vllm"} 1' in text and 'pod="gone",engine="vllm"} 0' in text
+                    if i == WARM_UP:
+                        threads_before = threading.active_count()
+                        tracemalloc.start()
+                    elif i > WARM_UP and (i - WARM_UP) % EVERY == 0:
+                        traced.append(tracemalloc.get_traced_memory()[0])
+                threads_after = threading.active_count()
         finally:
             tracemalloc.stop()
-            stop.set()
-            thread.join(10)
     # every scrape replaces the previous one's data; what stays allocated must not grow with scrapes
     assert len(traced) == MEASURED // EVERY
     growth = traced[-1] - traced[0]

@@ -9,8 +9,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter import server, webconfig
+from exporter import webconfig
 from exporter.collect import CollectorSet
 from exporter.config import ConfigError
-from exporter.demo.vllm_env import free_port
 from tests.bundle.servers import prometheus, query, wait_for
+from tests.core.serving import serving
 from tests.core.test_server import Fixed
 
 PASSWORD = "correct horse battery staple"
@@ -49,29 +48,8 @@ def certs(ca: trustme.CA, tmp_path: Path) -> Path:
     return tmp_path
 
 
-@contextmanager
-def running(web: webconfig.WebConfig | None, max_connections: int = 64) -> Iterator[int]:
-    port = free_port()
-    stop = threading.Event()
-    collectors = CollectorSet([Fixed()])
-    thread = threading.Thread(
-        target=server.serve, args=(collectors, "node", f"127.0.0.1:{port}", stop, web, max_connections)
-    )
-    thread.start()
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    try:
-        yield port
-    finally:
-        stop.set()
-        thread.join(10)
+def running(web: webconfig.WebConfig | None, max_connections: int = 64) -> AbstractContextManager[int]:
+    return serving(CollectorSet([Fixed()]), web=web, max_connections=max_connections)
 
 
 def request(
