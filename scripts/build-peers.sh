@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Build the real peers the test suite runs against, each from a pinned Go module (tools/peers/*/go.mod):
+# Prometheus 3 and promtool, Alertmanager, etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
+# kubectl and kwok. Binaries go to $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
+# a stamp per module (the hash of its go.mod and go.sum) makes a second run a no-op.
+# Only development needs this (and a Go toolchain); running the exporter needs none of it.
+#
+#   scripts/build-peers.sh            # build what is missing or out of date
+#   scripts/build-peers.sh --print    # print the bin folder and exit
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+cache="${LLM_EXPORTER_CACHE:-$HOME/.cache/llm-inference-exporter}"
+bin="$cache/bin"
+if [ "${1:-}" = "--print" ]; then echo "$bin"; exit 0; fi
+mkdir -p "$bin"
+# one build at a time per machine: a test that asks for a peer waits for a build already under way
+exec 9>"$bin/.lock"
+flock 9
+
+if ! command -v go >/dev/null; then
+  echo "build-peers: the Go toolchain (go 1.26+) is needed to build the test peers; install it first" >&2
+  exit 2
+fi
+export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--buildvcs=false} -trimpath"
+
+# module folder -> the packages it builds (name of the binary = last path element)
+declare -A packages=(
+  [etcd]="."
+  [prometheus]="github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool"
+  [alertmanager]="github.com/prometheus/alertmanager/cmd/alertmanager"
+  [kwok]="sigs.k8s.io/kwok/cmd/kwok"
+  [kubernetes]="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl"
+)
+kube_version=$(sed -n 's/^require k8s.io\/kubernetes v//p' tools/peers/kubernetes/go.mod)
+prom_version=$(sed -n 's/^require github.com\/prometheus\/prometheus v0\.\([0-9]*\)\.\([0-9]*\)$/3.\1.\2/p' tools/peers/prometheus/go.mod)
+am_version=$(sed -n 's/^require github.com\/prometheus\/alertmanager v//p' tools/peers/alertmanager/go.mod)
+declare -A ldflags=(
+  [kubernetes]="-X k8s.io/component-base/version.gitVersion=v$kube_version -X k8s.io/component-base/version.gitMajor=${kube_version%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
+  [prometheus]="-X github.com/prometheus/common/version.Version=$prom_version"
+  [alertmanager]="-X github.com/prometheus/common/version.Version=$am_version"
+)
+# cheapest first, so a test run that only needs Prometheus has it soonest
+order=(etcd alertmanager prometheus kwok kubernetes)
+only=("$@")
+
+# Alertmanager's module embeds its web UI from ui/app/dist, which upstream builds with npm and which the
+# published module does not contain. The tests use only its API, so it is built from a copy of the
+# module (verified by tools/peers/alertmanager/go.sum) with an empty page where the UI would be.
+build_alertmanager() {
+  local dir="$root/tools/peers/alertmanager" src version
+  version=$am_version
+  src="$cache/src/alertmanager-$version"
+  if [ ! -d "$src" ]; then
+    local from
+    from=$(cd "$dir" && go mod download -json "github.com/prometheus/alertmanager@v$version" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    rm -rf "$src.tmp" && mkdir -p "$(dirname "$src")" && cp -r "$from" "$src.tmp" && chmod -R u+w "$src.tmp"
+    for ui in elm mantine; do
+      mkdir -p "$src.tmp/ui/app/dist/$ui"
+      echo '<!doctype html><title>Alertmanager</title><p>web UI not built; the API is at /api/v2/' \
+        > "$src.tmp/ui/app/dist/$ui/index.html"
+    done
+    mv "$src.tmp" "$src"
+  fi
+  (cd "$src" && go build -ldflags="-s -w ${ldflags[alertmanager]}" -o "$bin/alertmanager.tmp" ./cmd/alertmanager)
+  mv "$bin/alertmanager.tmp" "$bin/alertmanager"
+}
+
+for module in "${order[@]}"; do
+  if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $module " ]]; then continue; fi
+  dir="$root/tools/peers/$module"
+  stamp="$bin/.$module.stamp"
+  want=$(cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go | sha256sum | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
+  start=$SECONDS
+  echo "build-peers: building $module (first run only; the Kubernetes set takes a while on 2 cores)"
+  if [ "$module" = alertmanager ]; then build_alertmanager; echo "$want" > "$stamp"; continue; fi
+  for pkg in ${packages[$module]}; do
+    name=$(basename "$pkg"); [ "$pkg" = "." ] && name=$module
+    # -s -w: no symbol tables (smaller binaries); -X: the release's own version string, which the
+    # binaries report (/version, --version) and clients check for skew
+    (cd "$dir" && go build -ldflags="-s -w ${ldflags[$module]:-}" -o "$bin/$name.tmp" "$pkg")
+    mv "$bin/$name.tmp" "$bin/$name"
+  done
+  echo "$want" > "$stamp"
+  echo "build-peers: $module done in $((SECONDS - start)) s"
+done
