@@ -33,7 +33,9 @@ declare -A packages=(
   [kubernetes]="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl"
 )
 kube_version=$(sed -n 's/^require k8s.io\/kubernetes v//p' tools/peers/kubernetes/go.mod)
-prom_version=$(sed -n 's/^require github.com\/prometheus\/prometheus v0\.\([0-9]*\)\.\([0-9]*\)$/3.\1.\2/p' tools/peers/prometheus/go.mod)
+# Prometheus 3.x.y is published as module version v0.3xx.y (3.16.0 is v0.316.0)
+prom_module=$(sed -n 's/^require github.com\/prometheus\/prometheus v0\.//p' tools/peers/prometheus/go.mod)
+prom_version="3.$((${prom_module%%.*} - 300)).${prom_module#*.}"
 am_version=$(sed -n 's/^require github.com\/prometheus\/alertmanager v//p' tools/peers/alertmanager/go.mod)
 declare -A ldflags=(
   [kubernetes]="-X k8s.io/component-base/version.gitVersion=v$kube_version -X k8s.io/component-base/version.gitMajor=${kube_version%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
@@ -71,7 +73,7 @@ for module in "${order[@]}"; do
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $module " ]]; then continue; fi
   dir="$root/tools/peers/$module"
   stamp="$bin/.$module.stamp"
-  want=$(cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go | sha256sum | cut -d' ' -f1)
+  want=$( (cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go; echo "${ldflags[$module]:-}") | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
   start=$SECONDS
   echo "build-peers: building $module (first run only; the Kubernetes set takes a while on 2 cores)"
