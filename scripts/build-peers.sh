@@ -3,7 +3,8 @@
 # Prometheus 3 and promtool, Alertmanager, etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
 # kubectl and kwok. Binaries go to $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
 # a stamp per module (the hash of its go.mod and go.sum) makes a second run a no-op.
-# Only development needs this (and a Go toolchain); running the exporter needs none of it.
+# Only development needs this; running the exporter needs none of it. Go 1.26+ is taken from PATH or,
+# when missing or older, fetched once from the Go module proxy (scripts/ensure-go.sh).
 #
 #   scripts/build-peers.sh            # build what is missing or out of date
 #   scripts/build-peers.sh --print    # print the bin folder and exit
@@ -18,10 +19,9 @@ mkdir -p "$bin"
 exec 9>"$bin/.lock"
 flock 9
 
-if ! command -v go >/dev/null; then
-  echo "build-peers: the Go toolchain (go 1.26+) is needed to build the test peers; install it first" >&2
-  exit 2
-fi
+# Go 1.26+: the one on PATH, or the official toolchain fetched once into the cache
+go_cmd=$(bash "$root/scripts/ensure-go.sh")
+export PATH="$(dirname "$go_cmd"):$PATH"
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:--buildvcs=false} -trimpath"
 
 # module folder -> the packages it builds (name of the binary = last path element)
