@@ -9,6 +9,7 @@ import grafanalib.core as g
 import yaml
 from grafanalib._gen import DashboardEncoder
 
+from alerts import recording
 from alerts.rules import Alert, groups, number, runbook_url
 from alerts.thresholds import DEFAULT, Thresholds
 
@@ -23,7 +24,16 @@ def _annotations(alert: Alert, t: Thresholds) -> dict[str, str]:
 
 
 def rule_groups(t: Thresholds = DEFAULT) -> list[dict[str, Any]]:
-    return [
+    """The recording groups first (alerts read them), then the alert groups."""
+    recorded = [
+        {
+            "name": name,
+            "interval": t.evaluation_interval,
+            "rules": [{"record": r.name, "expr": r.expr} for r in members],
+        }
+        for name, members in recording.groups(t).items()
+    ]
+    return recorded + [
         {
             "name": name,
             "interval": t.evaluation_interval,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from alerts.recording import slo_error_ratio
 from alerts.thresholds import DEFAULT, Thresholds
 
 SEVERITIES = ("critical", "warning", "info")
@@ -47,6 +48,23 @@ def _p99(histogram: str, window: str) -> str:
     return f"histogram_quantile(0.99, sum by (namespace, model, le) (rate({histogram}_bucket[{window}])))"
 
 
+def _budget_burn(t: Thresholds, severity: str) -> str:
+    """Any of the burn-rate pairs of `severity` holds, for a model with enough traffic to judge."""
+    budget = 1 - t.ttft_slo_objective
+    pairs = [
+        f"({slo_error_ratio(b.long_window)} > {number(round(b.factor * budget, 6))}"
+        f" and {slo_error_ratio(b.short_window)} > {number(round(b.factor * budget, 6))})"
+        for b in t.ttft_burn_rates
+        if b.severity == severity
+    ]
+    condition = pairs[0] if len(pairs) == 1 else "(" + " or ".join(pairs) + ")"
+    return f"{condition} and on (namespace, model) llm:ttft_requests:rate1h > {number(t.ttft_slo_min_rate)}"
+
+
+def _slo_text(t: Thresholds) -> str:
+    return f"{number(round(t.ttft_slo_objective * 100, 4))} % of first tokens within {number(t.ttft_slo_seconds)}s"
+
+
 def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
     """Every alert of the bundle, in rule-file order."""
     engine, gpu, placement, exporter = (
@@ -57,13 +75,40 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
     )
     return [
         Alert(
+            "LLMTimeToFirstTokenBudgetBurn",
+            engine,
+            _budget_burn(t, "critical"),
+            "",
+            None,
+            t.ttft_burn_for,
+            "critical",
+            "{{ $labels.namespace }}/{{ $labels.model }} burns its time-to-first-token error budget fast: "
+            "{{ $value | humanizePercentage }} of first tokens are late.",
+            f"Objective: {_slo_text(t)}. At this rate the 30-day error budget is gone in days, not weeks. "
+            "Usually queueing: check requests waiting, queue time and the bottleneck row.",
+        ),
+        Alert(
+            "LLMTimeToFirstTokenBudgetBurnSlow",
+            engine,
+            _budget_burn(t, "warning"),
+            "",
+            None,
+            t.ttft_burn_for,
+            "warning",
+            "{{ $labels.namespace }}/{{ $labels.model }} keeps missing its time-to-first-token objective: "
+            "{{ $value | humanizePercentage }} of first tokens are late.",
+            f"Objective: {_slo_text(t)}. A slow, steady burn of the error budget: plan capacity (replicas, "
+            "min replicas from the cold start) before it pages.",
+        ),
+        Alert(
             "LLMTimeToFirstTokenP99High",
             engine,
             _p99("llm_time_to_first_token_seconds", t.latency_window),
             ">",
             t.ttft_p99_seconds,
             t.ttft_for,
-            "critical",
+            # the error-budget alerts page; a high p99 alone is a work-queue signal
+            "warning",
             "Users of {{ $labels.namespace }}/{{ $labels.model }} wait {{ $value | humanizeDuration }} for the "
             "first token (p99).",
             f"Time to first token p99 is above {number(t.ttft_p99_seconds)}s. Usually queueing: check requests "
@@ -93,6 +138,22 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "{{ $value }} requests are queued for {{ $labels.namespace }}/{{ $labels.model }}.",
             f"More than {number(t.queue_waiting)} requests wait to be scheduled: users are waiting whatever the "
             "GPU utilisation says. Scale out, or check the KV cache.",
+        ),
+        Alert(
+            "LLMLoadImbalance",
+            engine,
+            f"llm:replica_queue_share > {number(t.imbalance_share)}"
+            " and on (namespace, model) (min by (namespace, model) (llm:replica_requests_waiting) == 0)"
+            " and on (namespace, model) (sum by (namespace, model) (llm:replica_requests_waiting)"
+            f" >= {number(t.imbalance_min_waiting)})",
+            "",
+            None,
+            t.imbalance_for,
+            "warning",
+            "{{ $labels.namespace }}/{{ $labels.pod }} holds {{ $value | humanizePercentage }} of the queue of "
+            "{{ $labels.model }} while another replica has none.",
+            "Routing, not capacity: requests pile up on one replica (round-robin over unequal prompts, or "
+            "HTTP/2 and keep-alive connections pinned to one pod). Use a load-aware router or balance per request.",
         ),
         Alert(
             "LLMKVCacheNearlyFull",
@@ -144,6 +205,19 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "(duplicate): panels and alerts on the dropped models or adapters read nothing.",
         ),
         Alert(
+            "LLMEngineUnmappedMetrics",
+            engine,
+            "llm_engine_unmapped_metrics",
+            ">",
+            0,
+            t.unmapped_for,
+            "info",
+            "{{ $labels.namespace }}/{{ $labels.pod }} exposes {{ $value }} engine metric families the mapping "
+            "does not know.",
+            "The early warning of a rename: a new engine release added or renamed series. Compare with "
+            "`llm-exporter mappings` and upgrade the exporter before an old name disappears.",
+        ),
+        Alert(
             "LLMGPUMemoryNearlyFull",
             gpu,
             "llm_gpu_memory_used_bytes / llm_gpu_memory_total_bytes",
@@ -181,6 +255,18 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
             "small GPU pods, or split the replica.",
         ),
         Alert(
+            "LLMClusterViewStale",
+            placement,
+            "time() - llm_kubernetes_last_sync_timestamp_seconds",
+            ">",
+            t.cluster_view_stale_seconds,
+            t.cluster_view_stale_for,
+            "warning",
+            "The cluster view of {{ $labels.instance }} is {{ $value | humanizeDuration }} old.",
+            "The exporter has not been in sync with the API server for a while: free GPU counts and pending "
+            "reasons describe the past. Check the API server's reachability and the exporter's RBAC and logs.",
+        ),
+        Alert(
             "LLMExporterCollectorFailing",
             exporter,
             # a source absent by design (no NVML on a CPU node) is reported, but it is not a failure
@@ -197,14 +283,16 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
         Alert(
             "LLMExporterDown",
             exporter,
-            f'absent(up{{job="{t.exporter_job}"}} == 1)',
+            # one alert per target that fails, and one when no target is discovered at all
+            f'up{{job="{t.exporter_job}"}} == 0 or absent(up{{job="{t.exporter_job}"}})',
             "",
             None,
             t.exporter_down_for,
             "critical",
-            "No llm-exporter target is up.",
-            f'Prometheus has no successful scrape of job "{t.exporter_job}": every LLM alert above is blind. '
-            "Check the exporter pods and the ServiceMonitor.",
+            "{{ if $labels.instance }}llm-exporter target {{ $labels.instance }} is down.{{ else }}"
+            "No llm-exporter target is discovered.{{ end }}",
+            f'Prometheus cannot scrape this exporter of job "{t.exporter_job}": the LLM alerts for its node or '
+            "for the cluster view are blind. Check the exporter pod and the ServiceMonitor.",
         ),
     ]
 

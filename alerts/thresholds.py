@@ -16,6 +16,26 @@ RUNBOOK_URL = "docs/runbook.md"
 
 
 @dataclass(frozen=True)
+class BurnRate:
+    """One multiwindow burn-rate condition (the SRE workbook's alerting on SLOs): the error budget burns
+    `factor` times faster than sustainable over both windows; the short one makes the alert reset soon."""
+
+    long_window: str
+    short_window: str
+    factor: float
+    severity: str
+
+
+# A 30-day budget: 2 % of it in 1 h, 5 % in 6 h page; 10 % in 1 d, 10 % in 3 d go to the work queue.
+BURN_RATES = (
+    BurnRate("1h", "5m", 14.4, "critical"),
+    BurnRate("6h", "30m", 6, "critical"),
+    BurnRate("1d", "2h", 3, "warning"),
+    BurnRate("3d", "6h", 1, "warning"),
+)
+
+
+@dataclass(frozen=True)
 class Thresholds:
     # Users
     ttft_p99_seconds: float = 2.0
@@ -23,6 +43,13 @@ class Thresholds:
     itl_p99_seconds: float = 0.2
     itl_for: str = "10m"
     latency_window: str = "5m"  # rate() window of the quantile alerts
+    # TTFT objective: `ttft_slo_objective` of first tokens within `ttft_slo_seconds`, which must be a bucket
+    # bound of the TTFT histogram (vLLM's: ... 1, 2.5, 5, 7.5 ...). Paging burns its error budget.
+    ttft_slo_seconds: float = 2.5
+    ttft_slo_objective: float = 0.99
+    ttft_burn_rates: tuple[BurnRate, ...] = BURN_RATES
+    ttft_slo_min_rate: float = 0.05  # requests/s over 1 h (3 a minute) below which the SLO alerts stay silent
+    ttft_burn_for: str = "2m"
     # Queue and engine
     queue_waiting: float = 5
     queue_for: str = "2m"
@@ -31,12 +58,22 @@ class Thresholds:
     engine_down_for: str = "5m"
     metric_missing_for: str = "10m"
     series_dropped_for: str = "15m"
+    unmapped_for: str = "1h"
+    # Routing: one replica holds most of a model's queue while a sibling has none
+    imbalance_share: float = 0.8
+    imbalance_min_waiting: float = 4
+    imbalance_for: str = "10m"
+    # Bottleneck classes (recording rules): KV usage and GPU memory bandwidth counted as "near the limit"
+    bottleneck_kv_ratio: float = 0.9
+    bottleneck_bandwidth_ratio: float = 0.8
     # GPU: vLLM preallocates 90% of memory by default, so only the last few percent are alarming
     gpu_memory_ratio: float = 0.98
     gpu_memory_for: str = "10m"
     gpu_lost_for: str = "1m"
     # Placement
     fragmented_for: str = "5m"
+    cluster_view_stale_seconds: float = 600
+    cluster_view_stale_for: str = "5m"
     # The exporter itself
     collector_failing_for: str = "10m"
     exporter_down_for: str = "5m"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from alerts import formats, rules
+from alerts import formats, recording, rules
 from alerts.thresholds import DEFAULT, RUNBOOK_URL
 from exporter.bundle import render
 from tests.bundle.servers import PROMTOOL
@@ -20,14 +20,19 @@ ROOT = render.ROOT
 RULE_FILE = ROOT / "alerts/llm-exporter.rules.yaml"
 TESTS = sorted((ROOT / "alerts/tests").glob("*.yaml"))
 CONTRACT = [
+    "LLMTimeToFirstTokenBudgetBurn",
+    "LLMTimeToFirstTokenBudgetBurnSlow",
     "LLMTimeToFirstTokenP99High",
     "LLMInterTokenLatencyP99High",
     "LLMRequestQueueBacklog",
+    "LLMLoadImbalance",
     "LLMKVCacheNearlyFull",
     "LLMEngineDown",
     "LLMMetricMissing",
     "LLMEngineSeriesDropped",
+    "LLMEngineUnmappedMetrics",
     "LLMPodPendingWithFreeGPUs",
+    "LLMClusterViewStale",
     "LLMGPUMemoryNearlyFull",
     "LLMGPULost",
     "LLMExporterCollectorFailing",
@@ -40,7 +45,21 @@ def promtool(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def loaded_rules() -> list[dict[str, object]]:
-    return [r for g in yaml.safe_load(RULE_FILE.read_text())["groups"] for r in g["rules"]]
+    """The alerting rules of the rule file (the recording rules are tested by their promtool cases)."""
+    return [r for g in yaml.safe_load(RULE_FILE.read_text())["groups"] for r in g["rules"] if "alert" in r]
+
+
+def test_every_recording_rule_has_a_promtool_case() -> None:
+    groups = yaml.safe_load(RULE_FILE.read_text())["groups"]
+    recorded = {str(r["record"]) for g in groups for r in g["rules"] if "record" in r}
+    tested: set[str] = set()
+    for path in TESTS:
+        for case in yaml.safe_load(path.read_text())["tests"]:
+            for t in case.get("promql_expr_test", []):
+                tested |= set(re.findall(r"llm:[a-z_:0-9]+", t["expr"]))
+    # the intermediate signals and the long windows feed the classes and alerts tested above
+    feeders = {r for r in recorded if r.startswith(("llm:bottleneck_signal:", "llm:ttft_slo_error_ratio:"))}
+    assert recorded - feeders - tested == set()
 
 
 def test_promtool_checks_the_rule_files(tmp_path: Path) -> None:
@@ -49,7 +68,10 @@ def test_promtool_checks_the_rule_files(tmp_path: Path) -> None:
     files = [RULE_FILE, ROOT / "alerts/vllm-compat.rules.yaml", tmp_path / "from-prometheusrule.yaml"]
     done = promtool("check", "rules", *map(str, files))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 12 rules found" in done.stdout
+    alerting = len(rules.alerts())
+    recorded = len(recording.recordings())
+    # the rule file and the PrometheusRule hold the same rules
+    assert done.stdout.count(f"SUCCESS: {alerting + recorded} rules found") == 2, done.stdout
 
 
 def test_promtool_unit_tests_pass() -> None:

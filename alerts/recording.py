@@ -1,0 +1,154 @@
+"""Recording rules of the bundle: the TTFT error budget, the per-replica queue view and the bottleneck class.
+
+They live in the same rule file as the alerts (each in a group of its own) because alerts and panels read
+them. Names follow Prometheus' `level:metric:operations` convention for recorded series.
+
+- `llm-inference.slo`: the share of first tokens slower than the objective over each window the
+  burn-rate alerts use, and the request rate that guards them against low traffic.
+- `llm-inference.replicas`: how one model's queue is spread over its replicas (routing, stage 1).
+- `llm-inference.bottleneck`: which resource binds each model now (stage 3): `kv_capacity` (KV cache full
+  with requests waiting, or preemptions), `memory_bandwidth` (the model's GPUs near their memory bandwidth
+  peak while decoding), `compute` (requests wait although KV cache and bandwidth have room: prefill is
+  saturated) or `none`. The first that holds wins, in that order; the runbook has the definitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from alerts.thresholds import DEFAULT, Thresholds
+
+SLO_GROUP = "llm-inference.slo"
+REPLICAS_GROUP = "llm-inference.replicas"
+BOTTLENECK_GROUP = "llm-inference.bottleneck"
+MODEL = "namespace, model"
+REPLICA = "namespace, model, pod"
+BOTTLENECKS = ("kv_capacity", "memory_bandwidth", "compute", "none")
+
+
+@dataclass(frozen=True)
+class Recording:
+    name: str
+    group: str
+    expr: str
+
+
+def bucket_bound(seconds: float) -> str:
+    """`le` as Prometheus 3 stores a classic histogram's bound: always a float (`5.0`, `2.5`)."""
+    return repr(float(seconds))
+
+
+def slo_error_ratio(window: str) -> str:
+    return f"llm:ttft_slo_error_ratio:rate{window}"
+
+
+def slo_windows(t: Thresholds) -> list[str]:
+    """Every window a burn-rate pair uses, each once, shortest first."""
+    seen: dict[str, None] = {}
+    for burn in t.ttft_burn_rates:
+        seen[burn.short_window] = None
+        seen[burn.long_window] = None
+    return sorted(seen, key=_seconds)
+
+
+def _seconds(window: str) -> int:
+    unit = {"m": 60, "h": 3600, "d": 86400}[window[-1]]
+    return int(window[:-1]) * unit
+
+
+def _slo(t: Thresholds) -> list[Recording]:
+    good = f'llm_time_to_first_token_seconds_bucket{{le="{bucket_bound(t.ttft_slo_seconds)}"}}'
+    out = []
+    for window in slo_windows(t):
+        rate_all = f"sum by ({MODEL}) (rate(llm_time_to_first_token_seconds_count[{window}]))"
+        rate_good = f"sum by ({MODEL}) (rate({good}[{window}]))"
+        # no traffic in the window: no sample (not NaN), so a silent model neither burns nor recovers budget
+        out.append(Recording(slo_error_ratio(window), SLO_GROUP, f"1 - {rate_good} / ({rate_all} > 0)"))
+    out.append(
+        Recording(
+            "llm:ttft_requests:rate1h",
+            SLO_GROUP,
+            f"sum by ({MODEL}) (rate(llm_time_to_first_token_seconds_count[1h]))",
+        )
+    )
+    return out
+
+
+def _replicas() -> list[Recording]:
+    waiting = "llm:replica_requests_waiting"
+    return [
+        # data-parallel ranks of one pod share its queue: one number per replica
+        Recording(waiting, REPLICAS_GROUP, f"sum by ({REPLICA}) (llm_requests_waiting)"),
+        Recording("llm:replica_requests_running", REPLICAS_GROUP, f"sum by ({REPLICA}) (llm_requests_running)"),
+        Recording(
+            "llm:replica_queue_spread",
+            REPLICAS_GROUP,
+            f"max by ({MODEL}) ({waiting}) - min by ({MODEL}) ({waiting})",
+        ),
+        Recording(
+            "llm:replica_queue_max_over_mean",
+            REPLICAS_GROUP,
+            f"max by ({MODEL}) ({waiting}) / (avg by ({MODEL}) ({waiting}) > 0)",
+        ),
+        Recording(
+            "llm:replica_queue_share",
+            REPLICAS_GROUP,
+            f"{waiting} / on ({MODEL}) group_left () (sum by ({MODEL}) ({waiting}) > 0)",
+        ),
+        Recording(
+            "llm:replica_prefix_cache_hit_ratio",
+            REPLICAS_GROUP,
+            f"sum by ({REPLICA}) (rate(llm_prefix_cache_hits_total[5m]))"
+            f" / (sum by ({REPLICA}) (rate(llm_prefix_cache_queries_total[5m])) > 0)",
+        ),
+    ]
+
+
+def _bottleneck(t: Thresholds) -> list[Recording]:
+    waiting = f"sum by ({MODEL}) (llm_requests_waiting) > 0"
+    kv = (
+        f"(max by ({MODEL}) (llm_kv_cache_usage_ratio) > {t.bottleneck_kv_ratio} and on ({MODEL}) {waiting})"
+        f" or on ({MODEL}) (sum by ({MODEL}) (rate(llm_preemptions_total[5m])) > 0)"
+    )
+    # A GPU's bandwidth (GPM on Hopper+, else the memory busy ratio) joined to the pods on it, then to the
+    # model those pods serve: uuid is unique in the cluster, pod names are unique in their namespace.
+    gpu_bandwidth = (
+        "(llm_gpu_memory_bandwidth_utilization_ratio or llm_gpu_memory_busy_ratio)"
+        " * on (uuid) group_left (namespace, pod) llm_gpu_pod_info"
+    )
+    model_of_pod = "group by (namespace, pod, model) (llm_requests_running > 0)"
+    bandwidth = (
+        f"max by ({MODEL}) (max by (namespace, pod) ({gpu_bandwidth})"
+        f" * on (namespace, pod) group_left (model) {model_of_pod}) > {t.bottleneck_bandwidth_ratio}"
+    )
+    signals = {
+        "kv_capacity": kv,
+        "memory_bandwidth": bandwidth,
+        "compute": waiting,
+        "none": f"max by ({MODEL}) (llm_requests_running)",
+    }
+    out = [
+        Recording(f"llm:bottleneck_signal:{name}", BOTTLENECK_GROUP, f"group by ({MODEL}) ({expr})")
+        for name, expr in signals.items()
+    ]
+    # one class per model: the first signal in BOTTLENECKS order that holds
+    parts = []
+    for i, name in enumerate(BOTTLENECKS):
+        expr = f"llm:bottleneck_signal:{name}"
+        for earlier in BOTTLENECKS[:i]:
+            expr = f"{expr} unless on ({MODEL}) llm:bottleneck_signal:{earlier}"
+        parts.append(f'label_replace({expr}, "resource", "{name}", "", "")')
+    out.append(Recording("llm:bottleneck", BOTTLENECK_GROUP, " or ".join(parts)))
+    return out
+
+
+def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
+    """Every recording rule of the bundle, in rule-file order."""
+    return [*_slo(t), *_replicas(), *_bottleneck(t)]
+
+
+def groups(t: Thresholds = DEFAULT) -> dict[str, list[Recording]]:
+    out: dict[str, list[Recording]] = {}
+    for rule in recordings(t):
+        out.setdefault(rule.group, []).append(rule)
+    return out
