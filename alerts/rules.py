@@ -283,8 +283,9 @@ def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
         Alert(
             "LLMExporterDown",
             exporter,
-            # one alert per target that fails, and one when no target is discovered at all
-            f'up{{job="{t.exporter_job}"}} == 0 or absent(up{{job="{t.exporter_job}"}})',
+            # one alert per target that fails, and one when no target is discovered at all; value 1 in both
+            # cases, so that Grafana's "last value > 0" condition holds too
+            f'1 - up{{job="{t.exporter_job}"}} > 0 or absent(up{{job="{t.exporter_job}"}})',
             "",
             None,
             t.exporter_down_for,
