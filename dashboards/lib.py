@@ -108,6 +108,30 @@ def timeseries(
     )
 
 
+def state_timeline(
+    title: str, queries: Sequence[Query], *, states: Sequence[tuple[int, str, str]], description: str, width: int = 24
+) -> Panel:
+    """One band per series whose value is a state code; `states` maps each code to (text, colour)."""
+    _require(title, "short", description)
+    return Panel(
+        g.StateTimeline(
+            title=title,
+            description=description,
+            dataSource=DATASOURCE,
+            targets=_targets(queries),
+            mappings=[
+                {"type": "value", "options": {str(code): {"text": text, "color": color, "index": i}}}
+                for i, (code, text, color) in enumerate(states)
+            ],
+            colorMode="fixed",
+            showValue="never",
+            legendDisplayMode="hidden",
+            extraJson={"fieldConfig": {"defaults": {"unit": "short"}}},  # the constructor takes no unit
+        ),
+        width,
+    )
+
+
 def stat(title: str, queries: Sequence[Query], *, unit: str, description: str, width: int = 4) -> Panel:
     _require(title, unit, description)
     return Panel(

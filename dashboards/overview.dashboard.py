@@ -8,7 +8,20 @@ these panels be trusted?). Regenerate with `python -m exporter.bundle`.
 
 from __future__ import annotations
 
-from dashboards.lib import ENGINE, NODE, SOURCE, Query, Row, quantile, rate, selector, stat, table, timeseries
+from dashboards.lib import (
+    ENGINE,
+    NODE,
+    SOURCE,
+    Query,
+    Row,
+    quantile,
+    rate,
+    selector,
+    stat,
+    state_timeline,
+    table,
+    timeseries,
+)
 from dashboards.lib import dashboard as build_dashboard
 
 UID = "llm-inference-overview"
@@ -92,9 +105,63 @@ queue = Row(
     ],
 )
 
+routing = Row(
+    "Routing: is the load spread over the replicas?",
+    [
+        timeseries(
+            "Queue per replica",
+            [Query(selector("llm:replica_requests_waiting", ENGINE), "{{namespace}}/{{pod}} {{model}}")],
+            unit="short",
+            width=10,
+            description="Requests waiting on each replica (data-parallel ranks summed). One replica queueing while "
+            "its siblings idle is routing, not capacity: requests or connections pinned to one pod. Use a "
+            "load-aware router; adding replicas will not help.",
+        ),
+        timeseries(
+            "Queue spread across replicas",
+            [
+                Query(selector("llm:replica_queue_spread", ENGINE), "max - min {{namespace}}/{{model}}"),
+                Query(selector("llm:replica_queue_max_over_mean", ENGINE), "max / mean {{namespace}}/{{model}}"),
+            ],
+            unit="short",
+            width=7,
+            description="How unevenly one model's queue is spread: the longest minus the shortest replica queue, and "
+            "the longest over the mean (1 is even). A high ratio for minutes is what LLMLoadImbalance alerts on.",
+        ),
+        timeseries(
+            "Prefix cache hit ratio per replica",
+            [Query(selector("llm:replica_prefix_cache_hit_ratio", ENGINE), "{{namespace}}/{{pod}}")],
+            unit="percentunit",
+            width=7,
+            max_value=1,
+            description="Share of prompt lookups served from each replica's prefix cache. One replica far below its "
+            "siblings gets the shared prefixes of nobody: route by prefix, or expect its TTFT to be higher.",
+        ),
+    ],
+)
+
+# llm:bottleneck is one series per model with the class as a label; as codes, one band per model
+_BOTTLENECK_CODES = (("none", 0), ("compute", 1), ("memory_bandwidth", 2), ("kv_capacity", 3))
+_BOTTLENECK = " or ".join(
+    f"{code} * " + selector("llm:bottleneck", ENGINE + f', resource="{name}"') for name, code in _BOTTLENECK_CODES
+)
+
 engine = Row(
     "Engine: prefill, decode and the KV cache",
     [
+        state_timeline(
+            "Bottleneck",
+            [Query(f"max by (namespace, model) ({_BOTTLENECK})", "{{namespace}}/{{model}}")],
+            states=(
+                (0, "none", "green"),
+                (1, "compute (prefill)", "yellow"),
+                (2, "memory bandwidth", "orange"),
+                (3, "KV cache capacity", "red"),
+            ),
+            description="Which resource binds each model now (recording rule llm:bottleneck): KV cache capacity "
+            "(full with requests waiting, or preemptions), memory bandwidth (its GPUs near peak while decoding), "
+            "compute (requests wait with KV and bandwidth to spare) or none. The runbook says what to do for each.",
+        ),
         timeseries(
             "Prefill vs decode time p99",
             [
@@ -201,6 +268,24 @@ gpu = Row(
             "bandwidth-bound: near the peak, more concurrency will not raise token throughput; add GPUs instead.",
         ),
         timeseries(
+            "Memory bandwidth by model",
+            [
+                Query(
+                    "max by (namespace, model) (max by (namespace, pod) ("
+                    "(llm_gpu_memory_bandwidth_utilization_ratio or llm_gpu_memory_busy_ratio)"
+                    f" * on (uuid) group_left (namespace, pod) {selector('llm_gpu_pod_info', SOURCE)})"
+                    " * on (namespace, pod) group_left (model) group by (namespace, pod, model) ("
+                    f"{selector('llm_requests_running', ENGINE)}))",
+                    "{{namespace}}/{{model}}",
+                )
+            ],
+            unit="percentunit",
+            max_value=1,
+            description="The busiest GPU of each selected model's pods (joined through Pod per GPU): memory "
+            "bandwidth used over peak on Hopper and newer, memory busy time elsewhere. Near 1 with inter-token "
+            "latency rising, decode is bandwidth-bound.",
+        ),
+        timeseries(
             "GPU utilisation",
             [Query(selector("llm_gpu_utilization_ratio", NODE), "{{node}} gpu {{gpu}}")],
             unit="percentunit",
@@ -242,7 +327,8 @@ placement = Row(
         ),
         timeseries(
             "Pending GPU pods by reason",
-            [Query("count by (resource, reason) (llm_pending_pod_gpus_requested)", "{{reason}} {{resource}}")],
+            # every pending pod, not only the bounded per-pod series
+            [Query("sum by (resource, reason) (llm_cluster_pending_pods)", "{{reason}} {{resource}}")],
             unit="short",
             stacked=True,
             description="Unschedulable GPU pods by why: fragmented (free GPUs exist but not on one node), "
@@ -314,6 +400,6 @@ dashboard = build_dashboard(
     title="LLM inference: overview",
     uid=UID,
     description="Is anyone waiting on LLM inference, and why: users, queue, engine, GPU, placement, telemetry.",
-    rows=[users, queue, engine, gpu, placement, health],
+    rows=[users, queue, routing, engine, gpu, placement, health],
     tags=["llm-inference-exporter", "llm", "vllm", "gpu"],
 )
