@@ -14,6 +14,7 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from alerts.thresholds import DEFAULT, Thresholds
@@ -31,6 +32,21 @@ class Recording:
     name: str
     group: str
     expr: str
+
+
+_LLM_SELECTOR = re.compile(r"\b(llm_[a-z0-9_]+)(?:\{([^}]*)\})?")
+
+
+def scoped(expr: str, selector: str) -> str:
+    """`expr` with `selector` (e.g. `job="llm-exporter"`) added to every llm_* metric selector in it."""
+    if not selector:
+        return expr
+
+    def add(m: re.Match[str]) -> str:
+        inner = f"{selector}, {m[2]}" if m[2] else selector
+        return f"{m[1]}{{{inner}}}"
+
+    return _LLM_SELECTOR.sub(add, expr)
 
 
 def bucket_bound(seconds: float) -> str:
@@ -144,7 +160,7 @@ def _bottleneck(t: Thresholds) -> list[Recording]:
 
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
-    return [*_slo(t), *_replicas(), *_bottleneck(t)]
+    return [Recording(r.name, r.group, scoped(r.expr, t.selector)) for r in (*_slo(t), *_replicas(), *_bottleneck(t))]
 
 
 def groups(t: Thresholds = DEFAULT) -> dict[str, list[Recording]]:

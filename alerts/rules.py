@@ -7,9 +7,9 @@ goes to the work queue, `info` helps troubleshooting.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from alerts.recording import slo_error_ratio
+from alerts.recording import scoped, slo_error_ratio
 from alerts.thresholds import DEFAULT, Thresholds
 
 SEVERITIES = ("critical", "warning", "info")
@@ -66,7 +66,11 @@ def _slo_text(t: Thresholds) -> str:
 
 
 def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
-    """Every alert of the bundle, in rule-file order."""
+    """Every alert of the bundle, in rule-file order, its llm_* selectors scoped by `t.selector`."""
+    return [replace(a, query=scoped(a.query, t.selector)) for a in _alerts(t)]
+
+
+def _alerts(t: Thresholds) -> list[Alert]:
     engine, gpu, placement, exporter = (
         "llm-inference.engine",
         "llm-inference.gpu",

@@ -78,6 +78,10 @@ class Thresholds:
     collector_failing_for: str = "10m"
     exporter_down_for: str = "5m"
     exporter_job: str = EXPORTER_JOB
+    # added to every llm_* selector of the alerts and recording rules (kubernetes-mixin style), so that
+    # another job exposing the same names cannot trigger them; "" when the llm_* series come from
+    # elsewhere, e.g. alerts/vllm-compat.rules.yaml over a direct vLLM scrape
+    selector: str = f'job="{EXPORTER_JOB}"'
     runbook_url: str = RUNBOOK_URL
     evaluation_interval: str = "30s"  # of every rule group
 
