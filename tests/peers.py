@@ -25,6 +25,7 @@ MODULES = {
     "kube-scheduler": "kubernetes",
     "kube-controller-manager": "kubernetes",
     "kubectl": "kubernetes",
+    "helm": "helm",
 }
 _lock = threading.Lock()
 
