@@ -19,6 +19,8 @@ EXPECTED = {
     "alerts/vllm-compat.rules.yaml",
     "deploy/base/generated/prometheusrule.yaml",
     "deploy/base/generated/dashboard-configmap.yaml",
+    "charts/llm-inference-exporter/files/llm-exporter.rules.yaml",
+    "charts/llm-inference-exporter/files/dashboards/llm-inference-overview.json",
 }
 
 
