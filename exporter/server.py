@@ -17,6 +17,7 @@ import base64
 import binascii
 import contextlib
 import logging
+import math
 import platform
 import socket
 import ssl
@@ -39,6 +40,9 @@ log = logging.getLogger(__name__)
 MAX_CONNECTIONS = 64  # Prometheus holds one keep-alive connection per scraper; 64 leaves room for people
 IDLE_TIMEOUT_SECONDS = 60.0  # a connection silent this long is closed (also bounds a stalled handshake)
 UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/readyz"})
+SCRAPE_TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
+SEND_MARGIN_SECONDS = 0.5  # of the scraper's timeout, kept for rendering and sending the body
+MIN_BUDGET_SECONDS = 0.05
 REJECT_REASONS = ("connection_limit", "unauthorized", "tls_handshake")
 
 LANDING = """<html><head><title>llm-exporter</title></head><body>
@@ -77,7 +81,8 @@ class Scraper:
         self._generation = 0
         self._last = ""
 
-    def scrape(self) -> str:
+    def scrape(self, budget_seconds: float | None = None) -> str:
+        """The exposition; collectors get `budget_seconds` (None: the set's default budget)."""
         generation = self._generation
         with self._lock:
             if self._generation != generation:  # another scrape finished while we waited: reuse it
@@ -85,7 +90,7 @@ class Scraper:
             build = Family(exporter_self.BUILD_INFO)
             build.add((__version__, platform.python_version(), self.role), 1.0)
             own = [build, self.rejections.family(), logs.suppressed_family()]
-            self._last = render([*self.collectors.collect(), *own])
+            self._last = render([*self.collectors.collect(budget_seconds), *own])
             self._generation += 1
             return self._last
 
@@ -170,7 +175,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path == "/metrics":
             start = time.perf_counter()
-            body = scraper.scrape()
+            body = scraper.scrape(scrape_budget(self.headers.get(SCRAPE_TIMEOUT_HEADER)))
             self._send(HTTPStatus.OK, body, CONTENT_TYPE)
             log.debug("scrape took %.1f ms", (time.perf_counter() - start) * 1000)
         elif path == "/healthz":
@@ -216,6 +221,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("%s %s", self.address_string(), format % args)
+
+
+def scrape_budget(header: str | None) -> float | None:
+    """The collectors' budget for a scrape whose client waits `header` seconds (Prometheus sends its
+    scrape_timeout): that, less a margin to render and send; None when absent or unreadable."""
+    try:
+        timeout = float(header) if header else math.nan
+    except ValueError:
+        return None
+    if not math.isfinite(timeout) or timeout <= 0:
+        return None
+    return max(MIN_BUDGET_SECONDS, timeout - min(SEND_MARGIN_SECONDS, timeout / 4))
 
 
 def parse_listen(listen: str) -> tuple[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from exporter.catalogue.spec import MetricSpec, counter, gauge
+from exporter.catalogue.spec import MetricSpec, Stability, counter, gauge
 
 _g = partial(gauge, subsystem="exporter", role="any")
 
@@ -20,7 +20,15 @@ COLLECTOR_DURATION = _g(
     ("collector",),
     unit="seconds",
 )
-
+COLLECTOR_TIMEOUTS = counter(
+    "llm_exporter_collector_timeouts_total",
+    "Scrapes at which the collector gave no result within its deadline (a hung NVML call, a stalled socket or "
+    "engine); its series were left out of those scrapes and llm_exporter_collector_success was 0.",
+    ("collector",),
+    subsystem="exporter",
+    role="any",
+    stability=Stability.EXPERIMENTAL,
+)
 COLLECTOR_UNAVAILABLE = _g(
     "llm_exporter_collector_unavailable",
     "1 when the collector's source is absent on this machine (no NVML, no kubelet socket, no API server "
@@ -49,6 +57,7 @@ METRICS: tuple[MetricSpec, ...] = (
     BUILD_INFO,
     COLLECTOR_SUCCESS,
     COLLECTOR_DURATION,
+    COLLECTOR_TIMEOUTS,
     COLLECTOR_UNAVAILABLE,
     HTTP_REJECTED,
     LOG_SUPPRESSED,

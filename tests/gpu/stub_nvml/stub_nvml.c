@@ -7,6 +7,7 @@
  *   STUB_NVML_NO_GPM     comma-separated indices of pre-Hopper GPUs (A100: no GPM, other clocks)
  *   STUB_NVML_MIG        index of a GPU in MIG mode: instances in slots 0 and 2 (slot 1 empty)
  *   STUB_NVML_LOST_FILE  a file holding the index of a GPU that has fallen off the bus (read at every call)
+ *   STUB_NVML_BLOCK_FILE while this file exists, every device call blocks (a hung driver, on demand)
  *   STUB_NVML_GPM_MIN_INTERVAL_NS  shortest accepted GPM sample interval (default 100 ms, as NVML; benchmarks
  *                        lower it to time the GPM path at every call)
  * Built with -DSTUB_OLD_DRIVER it lacks the functions older drivers lack: nvmlDeviceGetMemoryInfo_v2,
@@ -38,7 +39,7 @@ static device_t gpus[MAX_GPUS];
 static device_t migs[MAX_GPUS][2];
 static int n_gpus, initialised, mig_index = -1;
 static int no_gpm[MAX_GPUS];
-static const char *lost_file;
+static const char *lost_file, *block_file;
 static long long gpm_min_interval_ns = 100000000LL;
 
 static int lost(const device_t *d) {
@@ -51,7 +52,17 @@ static int lost(const device_t *d) {
     return index == d->index;
 }
 
-#define CHECK(d) do { if (!initialised) return UNINITIALIZED; if (lost(d)) return GPU_IS_LOST; } while (0)
+static void wait_while_blocked(void) {
+    if (!block_file) return;
+    const struct timespec tick = {0, 10000000L}; /* 10 ms */
+    for (FILE *f; (f = fopen(block_file, "r")) != NULL; nanosleep(&tick, NULL)) fclose(f);
+}
+
+#define CHECK(d) do { \
+    if (!initialised) return UNINITIALIZED; \
+    wait_while_blocked(); \
+    if (lost(d)) return GPU_IS_LOST; \
+} while (0)
 #define GPU_ONLY(d) do { if ((d)->is_mig) return NOT_SUPPORTED; } while (0)
 
 nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
@@ -68,6 +79,7 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
         if (i >= 0 && i < MAX_GPUS) no_gpm[i] = 1;
     }
     lost_file = getenv("STUB_NVML_LOST_FILE");
+    block_file = getenv("STUB_NVML_BLOCK_FILE");
     const char *gpm_min = getenv("STUB_NVML_GPM_MIN_INTERVAL_NS");
     gpm_min_interval_ns = gpm_min ? atoll(gpm_min) : 100000000LL;
     for (int i = 0; i < n_gpus; i++) {
