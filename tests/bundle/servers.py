@@ -1,9 +1,9 @@
-"""Real peers for the bundle tests: Debian's Prometheus and Alertmanager, and small loopback HTTP servers."""
+"""Real peers for the bundle tests: Prometheus 3 and Alertmanager 0.35 built from their pinned Go modules
+(tests/peers.py), and small loopback HTTP servers."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import threading
 import time
@@ -18,10 +18,16 @@ from typing import Any
 import yaml
 
 from exporter.demo.vllm_env import free_port
+from tests.peers import peer
 
-PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
-ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
-PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+_BINARIES = {"PROMETHEUS": "prometheus", "ALERTMANAGER": "alertmanager", "PROMTOOL": "promtool"}
+
+
+def __getattr__(name: str) -> str:
+    # PROMETHEUS, ALERTMANAGER, PROMTOOL: located (built on first use) only when a test asks for one
+    if name in _BINARIES:
+        return peer(_BINARIES[name])
+    raise AttributeError(name)
 
 
 class Served:
@@ -130,7 +136,7 @@ def prometheus(
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = free_port()
     args = [
-        PROMETHEUS,
+        peer("prometheus"),
         f"--config.file={workdir / 'prometheus.yml'}",
         f"--storage.tsdb.path={workdir / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}",
@@ -154,7 +160,7 @@ def alertmanager(workdir: Path, webhook_url: str) -> Iterator[str]:
     (workdir / "alertmanager.yml").write_text(yaml.safe_dump(config))
     port = free_port()
     args = [
-        ALERTMANAGER,
+        peer("alertmanager"),
         f"--config.file={workdir / 'alertmanager.yml'}",
         f"--storage.path={workdir / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}",

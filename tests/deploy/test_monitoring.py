@@ -4,7 +4,6 @@ by promtool) — and the KEDA example: a query on catalogue names that fails lou
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -22,6 +21,7 @@ from exporter.exposition import Family
 from tests.bundle import servers
 from tests.deploy import crd_schemas
 from tests.deploy.manifests import BASE, DEPLOY, OVERLAYS, ROOT, Obj, container, find, matches, render
+from tests.peers import peer
 
 PLAIN = OVERLAYS["plain-prometheus"]
 KPS = OVERLAYS["kube-prometheus-stack"]
@@ -119,10 +119,7 @@ def test_plain_prometheus_overlay_needs_no_operator_crds() -> None:
 
 
 def promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        raise RuntimeError("promtool not found: run scripts/setup.sh (Debian package prometheus)")
-    return path
+    return peer("promtool")
 
 
 class EngineSeries:
