@@ -28,8 +28,8 @@ CHECKSUM = "checksum/config"
 _HASH = re.compile(r"-[bcdfghkmt2-9]{10}$")
 
 
-def helm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([peer("helm"), *args], capture_output=True, text=True, timeout=timeout, check=False)
+def helm(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([peer("helm"), *args], capture_output=True, text=True, timeout=timeout, check=False, env=env)
 
 
 def template(*values: Path, sets: tuple[str, ...] = (), release: str = "llm-exporter") -> list[Obj]:

@@ -1,0 +1,78 @@
+"""The shipped manifests on a real kube-apiserver: the published CRDs of the Prometheus Operator and KEDA
+install, both overlays and the KEDA example apply server-side, the chart installs with
+`helm install --dry-run=server`, and a wrong field is rejected (so the applies can fail)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy.helm import CHART, helm
+from tests.deploy.manifests import DEPLOY, OVERLAYS, find, render
+from tests.deploy_real.apiserver import APIServer
+
+KEDA_EXAMPLE = DEPLOY / "examples" / "keda-scaledobject.yaml"
+
+
+def test_the_published_crds_serve_the_kinds_the_manifests_use(crds: APIServer) -> None:
+    kinds = crds.kubectl("api-resources", "--api-group=monitoring.coreos.com", "-o", "name").stdout.split()
+    kinds += crds.kubectl("api-resources", "--api-group=keda.sh", "-o", "name").stdout.split()
+    assert set(kinds) >= {
+        "servicemonitors.monitoring.coreos.com",
+        "podmonitors.monitoring.coreos.com",
+        "prometheusrules.monitoring.coreos.com",
+        "scaledobjects.keda.sh",
+        "scaledjobs.keda.sh",
+        "triggerauthentications.keda.sh",
+    }
+
+
+@pytest.mark.parametrize("overlay", sorted(OVERLAYS))
+def test_the_overlay_applies_server_side(crds: APIServer, overlay: str) -> None:
+    result = crds.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(OVERLAYS[overlay]))
+    applied = result.stdout
+    for obj in render(OVERLAYS[overlay]):
+        assert f"{obj['metadata']['name']} serverside-applied" in applied, applied
+    # the custom resources are stored as rendered: no field was pruned by the CRD schema on the way
+    for obj in render(OVERLAYS[overlay]):
+        if obj["apiVersion"].startswith("monitoring.coreos.com/"):
+            name = f"{obj['kind'].lower()}/{obj['metadata']['name']}"
+            stored = yaml.safe_load(crds.kubectl("get", name, "-n", "llm-exporter", "-o", "yaml").stdout)
+            assert stored["spec"] == obj["spec"], f"{name} changed on the server"
+
+
+def test_the_keda_example_applies_server_side(crds: APIServer) -> None:
+    namespace = yaml.safe_load(KEDA_EXAMPLE.read_text())["metadata"]["namespace"]
+    crds.kubectl("create", "namespace", namespace)
+    result = crds.kubectl("apply", "--server-side", "-f", str(KEDA_EXAMPLE))
+    assert "scaledobject.keda.sh/vllm-llama serverside-applied" in result.stdout
+
+
+def test_a_misspelt_field_is_rejected(crds: APIServer, tmp_path: Path) -> None:
+    monitor = find(render(OVERLAYS["kube-prometheus-stack"]), "PodMonitor", "llm-exporter-node")
+    monitor["spec"]["podMetricsEndpoints"][0]["honorlabels"] = True
+    path = tmp_path / "podmonitor.yaml"
+    path.write_text(yaml.safe_dump(monitor))
+    result = crds.kubectl("apply", "--server-side", "--dry-run=server", "-f", str(path), check=False)
+    assert result.returncode != 0 and "honorlabels" in result.stderr, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("values", ["default", "custom", "plain-prometheus", "kube-prometheus-stack"])
+def test_helm_install_dry_run_server(crds: APIServer, values: str) -> None:
+    """In a namespace and under a name of its own, so nothing the overlays applied is in the way."""
+    namespace = f"helm-{values}"
+    args = ["install", f"lie-{values}", str(CHART), "--namespace", namespace, "--dry-run=server"]
+    args += ["--set", f"fullname=helm-{values}", "--kubeconfig", str(crds.admin_kubeconfig)]
+    if values != "default":
+        args += ["--values", str(CHART / "ci" / f"{values}-values.yaml")]
+    if values == "custom":
+        args += ["--set", f"fullname=helm-{values}"]  # after the file: the command line wins
+    else:
+        crds.kubectl("create", "namespace", namespace)
+    result = helm(*args, env={**os.environ, "HELM_CACHE_HOME": str(crds.workdir / "helm")})
+    assert result.returncode == 0, result.stderr
+    manifest = [doc for doc in yaml.safe_load_all(result.stdout.split("MANIFEST:", 1)[1].split("NOTES:")[0]) if doc]
+    assert {o["kind"] for o in manifest} >= {"DaemonSet", "ClusterRole"}
