@@ -19,6 +19,7 @@ def _serve(args: argparse.Namespace) -> int:
         cfg = config.load(args.config)
         web = webconfig.load(args.web_config) if args.web_config else None
         server.parse_listen(args.listen)
+        server.check_telemetry_path(args.telemetry_path)
         if args.max_connections < 1:
             raise ValueError("--max-connections: must be at least 1")
         collectors = roles.build(args.role, cfg, args.kubeconfig)
@@ -29,7 +30,9 @@ def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        server.serve(collectors, args.role, args.listen, stop, web, args.max_connections)
+        server.serve(
+            collectors, args.role, args.listen, stop, web, args.max_connections, telemetry_path=args.telemetry_path
+        )
     except OSError as exc:
         print(f"llm-exporter: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr)
         return 1
@@ -53,14 +56,27 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("serve", help="run the exporter")
     p.add_argument("--config", default=os.environ.get("LLM_EXPORTER_CONFIG"), help="YAML config file")
     p.add_argument(
-        "--listen", default=os.environ.get("LLM_EXPORTER_LISTEN", config.DEFAULT_LISTEN), help="HOST:PORT to serve"
+        "--web.listen-address",
+        "--listen",
+        dest="listen",
+        metavar="HOST:PORT",
+        default=os.environ.get("LLM_EXPORTER_LISTEN", config.DEFAULT_LISTEN),
+        help="HOST:PORT to serve",
+    )
+    p.add_argument(
+        "--web.telemetry-path",
+        dest="telemetry_path",
+        metavar="PATH",
+        default=os.environ.get("LLM_EXPORTER_TELEMETRY_PATH", "/metrics"),
+        help="path under which to expose metrics (default: /metrics)",
     )
     p.add_argument("--role", choices=("node", "cluster"), default=os.environ.get("LLM_EXPORTER_ROLE", "node"))
     p.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster config, then ~/.kube/config)")
     p.add_argument(
-        "--web-config",
         "--web.config.file",
+        "--web-config",
         dest="web_config",
+        metavar="FILE",
         default=os.environ.get("LLM_EXPORTER_WEB_CONFIG"),
         help="exporter-toolkit web config file: TLS and basic auth for the endpoints (default: off)",
     )
@@ -70,47 +86,87 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=int(os.environ.get("LLM_EXPORTER_MAX_CONNECTIONS", "64")),
         help="HTTP connections served at once; more are closed and counted (default: 64)",
     )
+    _add_log_flags(p, argparse.SUPPRESS)  # after the subcommand too; when absent the top-level value stands
     p.set_defaults(func=_serve)
 
 
-def parser() -> argparse.ArgumentParser:
+def _add_log_flags(p: argparse.ArgumentParser, default: object | None = None) -> None:
+    """`--log.level`/`--log.format` (exporter-toolkit's spellings) and today's `--log-level`/`--log-format`."""
+    p.add_argument(
+        "--log.level",
+        "--log-level",
+        dest="log_level",
+        choices=("debug", "info", "warn", "warning", "error"),
+        type=str.lower,
+        default=os.environ.get("LLM_EXPORTER_LOG_LEVEL", "info") if default is None else default,
+        help="only log messages of this severity or above (default: info)",
+    )
+    p.add_argument(
+        "--log.format",
+        "--log-format",
+        dest="log_format",
+        choices=("logfmt", "json"),
+        default=os.environ.get("LLM_EXPORTER_LOG_FORMAT", "logfmt") if default is None else default,
+        help="log line format (default: logfmt)",
+    )
+
+
+HELP = {
+    "serve": "run the exporter",
+    "render": "regenerate the dashboard, alert and rule files",
+    "check": "report dashboard, rule and KEDA queries that return nothing",
+    "mappings": "print the vLLM → llm_* mapping per vLLM release",
+    "demo": "a local vLLM (CPU, tiny model) + the exporter, live",
+}
+
+
+def _add_tool(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: str) -> None:
+    """The arguments of a tooling command: its module is imported only when that command runs."""
+    p = sub.add_parser(command, help=HELP[command])
+    if command in ("render", "check"):
+        from exporter.bundle import check, render
+
+        tool = render if command == "render" else check
+        tool.add_arguments(p)
+        p.set_defaults(func=tool.run)
+    elif command == "mappings":
+        p.add_argument("--version", help="only this vLLM release (e.g. 0.9.2)")
+        p.add_argument("--markdown", action="store_true", help="a Markdown table")
+        p.set_defaults(func=_mappings)
+    elif command == "demo":
+        from exporter.demo.run import add_arguments as add_demo_arguments
+
+        add_demo_arguments(p)
+        p.set_defaults(func=_demo)
+
+
+def parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; only `command`'s own arguments are defined in full (None: every command's).
+
+    The others are listed by name and help, so `llm-exporter --help` and `serve --help` import none of the
+    tooling (bundle renderer, demo) or the optional run-time libraries those pull in.
+    """
     root = argparse.ArgumentParser(prog="llm-exporter", description=__doc__)
     root.add_argument("--version", action="version", version=f"llm-exporter {__version__}")
-    root.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        type=str.lower,
-        default=os.environ.get("LLM_EXPORTER_LOG_LEVEL", "info"),
-    )
-    root.add_argument(
-        "--log-format", choices=("logfmt", "json"), default=os.environ.get("LLM_EXPORTER_LOG_FORMAT", "logfmt")
-    )
+    _add_log_flags(root)
     sub = root.add_subparsers(dest="command", required=True)
-    _add_serve(sub)
-
-    from exporter.bundle import check, render
-
-    p = sub.add_parser("render", help="regenerate the dashboard, alert and rule files")
-    render.add_arguments(p)
-    p.set_defaults(func=render.run)
-    p = sub.add_parser("check", help="report dashboard, rule and KEDA queries that return nothing")
-    check.add_arguments(p)
-    p.set_defaults(func=check.run)
-
-    p = sub.add_parser("mappings", help="print the vLLM → llm_* mapping per vLLM release")
-    p.add_argument("--version", help="only this vLLM release (e.g. 0.9.2)")
-    p.add_argument("--markdown", action="store_true", help="a Markdown table")
-    p.set_defaults(func=_mappings)
-
-    p = sub.add_parser("demo", help="a local vLLM (CPU, tiny model) + the exporter, live")
-    from exporter.demo.run import add_arguments as add_demo_arguments
-
-    add_demo_arguments(p)
-    p.set_defaults(func=_demo)
+    for name, help_text in HELP.items():
+        if name == "serve":
+            _add_serve(sub)
+        elif command is None or command == name:
+            _add_tool(sub, name)
+        else:
+            sub.add_parser(name, help=help_text)
     return root
 
 
+def _command(argv: Sequence[str]) -> str:
+    """The subcommand named in `argv` ("" when none is)."""
+    return next((arg for arg in argv if arg in HELP), "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser(_command(argv)).parse_args(argv)
     logs.configure(args.log_level, args.log_format)
     return int(args.func(args))

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 MAX_CONNECTIONS = 64  # Prometheus holds one keep-alive connection per scraper; 64 leaves room for people
 IDLE_TIMEOUT_SECONDS = 60.0  # a connection silent this long is closed (also bounds a stalled handshake)
+DEFAULT_TELEMETRY_PATH = "/metrics"
 UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/readyz"})
 SCRAPE_TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 SEND_MARGIN_SECONDS = 0.5  # of the scraper's timeout, kept for rendering and sending the body
@@ -46,7 +47,7 @@ MIN_BUDGET_SECONDS = 0.05
 REJECT_REASONS = ("connection_limit", "unauthorized", "tls_handshake")
 
 LANDING = """<html><head><title>llm-exporter</title></head><body>
-<h1>llm-exporter</h1><p>Role: {role}. <a href="/metrics">Metrics</a>, <a href="/healthz">healthz</a>,
+<h1>llm-exporter</h1><p>Role: {role}. <a href="{metrics}">Metrics</a>, <a href="/healthz">healthz</a>,
 <a href="/readyz">readyz</a>.</p></body></html>
 """
 
@@ -106,8 +107,10 @@ class ExporterServer(ThreadingHTTPServer):
         scraper: Scraper,
         web: WebConfig | None = None,
         max_connections: int = MAX_CONNECTIONS,
+        telemetry_path: str = DEFAULT_TELEMETRY_PATH,
     ) -> None:
         self.scraper = scraper
+        self.telemetry_path = telemetry_path
         self.web = web or WebConfig()
         self.auth = BasicAuth(self.web.users) if self.web.users else None
         self.tls = TlsContexts(self.web.tls) if self.web.tls else None
@@ -173,7 +176,7 @@ class Handler(BaseHTTPRequestHandler):
                 HTTPStatus.UNAUTHORIZED, "unauthorized\n", extra={"WWW-Authenticate": 'Basic realm="llm-exporter"'}
             )
             return
-        if path == "/metrics":
+        if path == self.server.telemetry_path:
             start = time.perf_counter()
             body = scraper.scrape(scrape_budget(self.headers.get(SCRAPE_TIMEOUT_HEADER)))
             self._send(HTTPStatus.OK, body, CONTENT_TYPE)
@@ -186,7 +189,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self._send(HTTPStatus.SERVICE_UNAVAILABLE, "not ready: waiting for the first sync\n")
         elif path == "/":
-            self._send(HTTPStatus.OK, LANDING.format(role=scraper.role), "text/html; charset=utf-8")
+            landing = LANDING.format(role=scraper.role, metrics=self.server.telemetry_path)
+            self._send(HTTPStatus.OK, landing, "text/html; charset=utf-8")
         else:
             self._send(HTTPStatus.NOT_FOUND, "not found\n")
 
@@ -235,11 +239,17 @@ def scrape_budget(header: str | None) -> float | None:
     return max(MIN_BUDGET_SECONDS, timeout - min(SEND_MARGIN_SECONDS, timeout / 4))
 
 
+def check_telemetry_path(path: str) -> None:
+    """Raises ValueError unless `path` is an absolute URL path the probes and landing page do not use."""
+    if not path.startswith("/") or any(c in path for c in "?# ") or path in {"/", *UNAUTHENTICATED_PATHS}:
+        raise ValueError(f"--web.telemetry-path {path!r}: expected an absolute path other than /, /healthz, /readyz")
+
+
 def parse_listen(listen: str) -> tuple[str, int]:
     """ "HOST:PORT", ":PORT" or "[::1]:PORT" → (host, port). Raises ValueError."""
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"--listen {listen!r}: expected HOST:PORT")
+        raise ValueError(f"--web.listen-address {listen!r}: expected HOST:PORT")
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
@@ -250,10 +260,13 @@ def serve(
     stop: threading.Event | None = None,
     web: WebConfig | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    *,
+    telemetry_path: str = DEFAULT_TELEMETRY_PATH,
 ) -> None:
     """Start the collectors' background work and serve until `stop` is set (or forever)."""
     address = parse_listen(listen)
-    server = ExporterServer(address, Scraper(collectors, role), web, max_connections)
+    check_telemetry_path(telemetry_path)
+    server = ExporterServer(address, Scraper(collectors, role), web, max_connections, telemetry_path)
     collectors.start()
     thread = threading.Thread(target=server.serve_forever, name="http", daemon=True)
     thread.start()
