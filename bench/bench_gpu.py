@@ -48,7 +48,7 @@ def child(scrapes: int) -> None:
     from exporter.sources.nvml import PynvmlSource
 
     source = PynvmlSource()
-    collector = GpuCollector(source, sampler=GpmSampler(source, min_interval=0.0))
+    collector = GpuCollector(source, node="gpu-node-0", sampler=GpmSampler(source, min_interval=0.0))
     collector.start()
     text = render(collector.collect())
     gpm_series = text.count("llm_gpu_memory_bandwidth_utilization_ratio{")

@@ -6,7 +6,7 @@ from functools import partial
 
 from exporter.catalogue.spec import MetricSpec, counter, gauge
 
-GPU = ("gpu", "uuid")  # NVML index and UUID (GPU-... or MIG-...)
+GPU = ("node", "gpu", "uuid")  # the node ($NODE_NAME), NVML index and UUID (GPU-... or MIG-...)
 
 _g = partial(gauge, subsystem="gpu", role="node")
 

@@ -41,11 +41,13 @@ class GpuCollector:
         self,
         nvml: Nvml,
         *,
+        node: str,
         required: bool = False,
         sampler: GpmSampler | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._nvml = nvml
+        self._node = node  # every GPU series names its node: dashboards filter on it, Prometheus adds none
         self._required = required  # gpu.enabled: true: a missing NVML is an error, not a fact of the machine
         self._clock = clock
         self._sampler = sampler if sampler is not None else GpmSampler(nvml)
@@ -80,7 +82,7 @@ class GpuCollector:
         devices = {r.uuid: r.gpu for r in readings if r.uuid}
         devices.update((m.uuid, m.gpu) for r in readings for m in r.migs)
         self._devices = devices  # replaced whole: readers in other threads see one scrape or the next
-        return render.families(readings, self._driver_version)
+        return render.families(readings, self._driver_version, self._node)
 
     def devices(self) -> dict[str, str]:
         """UUID (GPU-… and MIG-…) → NVML index of the GPU, as of the last scrape."""
@@ -143,12 +145,15 @@ def build_gpu_collectors(config: Gpu) -> list[Collector]:
     if config.enabled == "false":
         return []
     from exporter.gpu.pods import GpuPodsCollector
+    from exporter.sources.host import node_name
     from exporter.sources.nvml import PynvmlSource
     from exporter.sources.podresources import PodResourcesClient
 
-    gpu = GpuCollector(PynvmlSource(), required=config.enabled == "true")
+    node = node_name()
+    gpu = GpuCollector(PynvmlSource(), node=node, required=config.enabled == "true")
     pods = GpuPodsCollector(
         PodResourcesClient(config.pod_resources_socket),
+        node=node,
         devices=gpu.devices,
         refresh_seconds=config.pod_resources_refresh_seconds,
     )

@@ -40,11 +40,13 @@ class GpuPodsCollector:
         self,
         lister: Lister,
         *,
+        node: str,
         devices: Callable[[], Mapping[str, str]],
         refresh_seconds: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._lister = lister
+        self._node = node
         self._devices = devices
         self._refresh = max(refresh_seconds, MIN_REFRESH_SECONDS)
         self._clock = clock
@@ -89,7 +91,7 @@ class GpuPodsCollector:
             raise RuntimeError(f"pod-resources view is {age:.0f}s old: {error}")
         family = Family(cat.POD_INFO)
         for p in attribute(assignments, self._devices()):
-            family.add((p.gpu, p.uuid, p.namespace, p.pod, p.container), 1.0)
+            family.add((self._node, p.gpu, p.uuid, p.namespace, p.pod, p.container), 1.0)
         return [family]
 
     def start(self) -> None:

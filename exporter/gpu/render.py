@@ -11,13 +11,14 @@ from exporter.gpu.readings import DeviceReading, MigReading
 from exporter.sources.nvml import NvmlErrorKind
 
 
-def families(readings: Sequence[DeviceReading], driver_version: str) -> list[Family]:
-    """The GPU families of one scrape, in catalogue order; each family lists devices in NVML index order."""
+def families(readings: Sequence[DeviceReading], driver_version: str, node: str) -> list[Family]:
+    """The GPU families of one scrape on `node`, in catalogue order; each family lists devices in NVML index
+    order."""
     info, up, gpm = Family(cat.GPU_INFO), Family(cat.GPU_UP), Family(cat.GPM_SUPPORTED)
     mig_info, unavailable = Family(cat.MIG_INFO), Family(cat.FIELD_UNAVAILABLE)
     by_field = {f: Family(spec) for f, spec in SPECS.items()}
     for r in readings:
-        key = (r.gpu, r.uuid)
+        key = (node, r.gpu, r.uuid)
         up.add(key, 1.0 if r.up else 0.0)
         if r.up:
             info.add((*key, r.name, driver_version, r.mig_mode), 1.0)
@@ -25,12 +26,12 @@ def families(readings: Sequence[DeviceReading], driver_version: str) -> list[Fam
             gpm.add(key, 1.0 if r.gpm_supported else 0.0)
         _values(by_field, unavailable, key, r.values, r.errors)
         for m in r.migs:
-            _mig(m, by_field, mig_info, unavailable)
+            _mig(node, m, by_field, mig_info, unavailable)
     return [info, up, *by_field.values(), gpm, mig_info, unavailable]
 
 
-def _mig(m: MigReading, by_field: dict[Field, Family], mig_info: Family, unavailable: Family) -> None:
-    key = (m.gpu, m.uuid)
+def _mig(node: str, m: MigReading, by_field: dict[Field, Family], mig_info: Family, unavailable: Family) -> None:
+    key = (node, m.gpu, m.uuid)
     mig_info.add((*key, m.parent_uuid, str(m.gpu_instance_id), str(m.compute_instance_id)), 1.0)
     _values(by_field, unavailable, key, m.values, m.errors)
 
@@ -38,7 +39,7 @@ def _mig(m: MigReading, by_field: dict[Field, Family], mig_info: Family, unavail
 def _values(
     by_field: dict[Field, Family],
     unavailable: Family,
-    key: tuple[str, str],
+    key: tuple[str, str, str],
     values: dict[Field, float],
     errors: dict[Field, NvmlErrorKind],
 ) -> None:

@@ -37,7 +37,7 @@ def test_memory_and_threads_stay_flat_while_sources_flap() -> None:
                 Target(url=closed, labels={"namespace": "soak", "pod": "gone"}),
             ],
         )
-        collectors = CollectorSet([EngineCollector(config), GpuCollector(FakeNvml(gpus))])
+        collectors = CollectorSet([EngineCollector(config), GpuCollector(FakeNvml(gpus), node="gpu-node-0")])
         traced: list[int] = []
         try:
             with serving(collectors) as port:

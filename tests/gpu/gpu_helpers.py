@@ -10,6 +10,7 @@ from exporter.gpu.gpm import GpmSampler
 from tests.gpu.fake_nvml import FakeGpu, FakeNvml
 
 GOLDEN = Path(__file__).parent / "golden"
+NODE = "gpu-node-0"  # $NODE_NAME of the fake node
 
 UUID0 = "GPU-11111111-2222-3333-4444-000000000000"
 UUID1 = "GPU-11111111-2222-3333-4444-000000000001"
@@ -27,7 +28,8 @@ class Clock:
 
 
 def make_collector(nvml: FakeNvml, clock: Clock, *, required: bool = False) -> GpuCollector:
-    return GpuCollector(nvml, required=required, sampler=GpmSampler(nvml, clock=clock), clock=clock)
+    sampler = GpmSampler(nvml, clock=clock)
+    return GpuCollector(nvml, node=NODE, required=required, sampler=sampler, clock=clock)
 
 
 def two_gpus() -> list[FakeGpu]:

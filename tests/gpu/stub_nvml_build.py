@@ -53,6 +53,7 @@ def env_for(lib_dir: Path | None, **stub: str) -> dict[str, str]:
     """A child environment that loads the stub from `lib_dir` (None: no NVML anywhere on the path)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("STUB_NVML_")}
     env["LD_LIBRARY_PATH"] = str(lib_dir) if lib_dir else "/nonexistent"
+    env["NODE_NAME"] = "gpu-node-0"  # as the DaemonSet sets it
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), *sys.path])
     env.update({f"STUB_NVML_{k.upper()}": v for k, v in stub.items()})
     return env

@@ -45,7 +45,7 @@ def test_lost_gpu_reports_up_0_and_the_other_gpu_is_unchanged(clock: Clock) -> N
     gpus[0].lost = True
     clock.advance(15)
     after = lines(scrape(collector))
-    gpu0 = f'gpu="0",uuid="{UUID0}"'
+    gpu0 = f'node="gpu-node-0",gpu="0",uuid="{UUID0}"'
     assert after - before == {
         f"llm_gpu_up{{{gpu0}}} 0",
         f'llm_gpu_field_unavailable{{{gpu0},field="device",reason="gpu_lost"}} 1',
@@ -63,7 +63,7 @@ def test_gpu_that_comes_back_reports_again(clock: Clock) -> None:
     gpus[0].lost = False
     clock.advance(15)
     first = scrape(collector)  # GPM starts over: no rate in the first scrape back
-    assert f'llm_gpu_up{{gpu="0",uuid="{UUID0}"}} 1' in first
+    assert f'llm_gpu_up{{node="gpu-node-0",gpu="0",uuid="{UUID0}"}} 1' in first
     assert "llm_gpu_memory_bandwidth_utilization_ratio" not in first
     clock.advance(15)
     assert scrape(collector) == HEALTHY
@@ -103,14 +103,14 @@ def test_one_failing_field_degrades_only_its_series(
     collector = primed(FakeNvml(gpus), clock)
     out = lines(scrape(collector))
     healthy = lines(HEALTHY)
-    gpu1 = f'gpu="1",uuid="{UUID1}"'
+    gpu1 = f'node="gpu-node-0",gpu="1",uuid="{UUID1}"'
     assert healthy - out == {f"{name}{{{gpu1}}} {_value(name)}" for name in gone}
     assert out - healthy == {f'llm_gpu_field_unavailable{{{gpu1},field="{f}",reason="{kind.value}"}} 1' for f in added}
 
 
 def _value(name: str) -> str:
     """GPU 1's value of `name` in HEALTHY."""
-    (line,) = [x for x in HEALTHY.splitlines() if x.startswith(f'{name}{{gpu="1"')]
+    (line,) = [x for x in HEALTHY.splitlines() if x.startswith(f'{name}{{node="gpu-node-0",gpu="1"')]
     return line.rsplit(" ", 1)[1]
 
 
@@ -120,7 +120,7 @@ def test_older_driver_falls_back_to_v1_memory_and_legacy_temperature(clock: Cloc
     gpus[0].errors.update(memory_v2=missing, temperature_celsius=missing, gpm_supported=missing)
     nvml = FakeNvml(gpus)
     out = scrape(primed(nvml, clock))
-    key = f'gpu="0",uuid="{UUID0}"'
+    key = f'node="gpu-node-0",gpu="0",uuid="{UUID0}"'
     assert f"llm_gpu_memory_used_bytes{{{key}}} {10 * GIB + 512 * (1 << 20)}" in out  # v1 used includes reserved
     assert "llm_gpu_memory_reserved_bytes" not in out
     assert f"llm_gpu_temperature_celsius{{{key}}} 61" in out
@@ -137,14 +137,14 @@ def test_gpu_without_permission_is_down_with_its_reason(clock: Clock) -> None:
     gpus = two_gpus()
     gpus[1].errors["handle_by_index"] = NvmlErrorKind.NO_PERMISSION
     out = lines(scrape(primed(FakeNvml(gpus), clock)))
-    assert 'llm_gpu_up{gpu="1",uuid=""} 0' in out  # never readable: no UUID to give
-    assert 'llm_gpu_field_unavailable{gpu="1",uuid="",field="device",reason="no_permission"} 1' in out
+    assert 'llm_gpu_up{node="gpu-node-0",gpu="1",uuid=""} 0' in out  # never readable: no UUID to give
+    assert 'llm_gpu_field_unavailable{node="gpu-node-0",gpu="1",uuid="",field="device",reason="no_permission"} 1' in out
     assert not any(
         'gpu="1"' in line
         for line in out
         - {
-            'llm_gpu_up{gpu="1",uuid=""} 0',
-            'llm_gpu_field_unavailable{gpu="1",uuid="",field="device",reason="no_permission"} 1',
+            'llm_gpu_up{node="gpu-node-0",gpu="1",uuid=""} 0',
+            'llm_gpu_field_unavailable{node="gpu-node-0",gpu="1",uuid="",field="device",reason="no_permission"} 1',
         }
     )
 
@@ -167,10 +167,10 @@ def test_mig_instances_report_their_own_memory_and_gpm(clock: Clock) -> None:
     gpus[0].errors["memory_v2"] = NvmlErrorKind.NO_PERMISSION  # parent aggregate needs privileges
     collector = primed(FakeNvml(gpus), clock)
     out = lines(scrape(collector))
-    parent = f'gpu="0",uuid="{UUID0}"'
+    parent = f'node="gpu-node-0",gpu="0",uuid="{UUID0}"'
     expected_mig = set()
     for uuid, gi in (("MIG-aaaa", 1), ("MIG-bbbb", 2)):
-        key = f'gpu="0",uuid="{uuid}"'
+        key = f'node="gpu-node-0",gpu="0",uuid="{uuid}"'
         expected_mig |= {
             f'llm_gpu_mig_info{{{key},parent_uuid="{UUID0}",gpu_instance_id="{gi}",compute_instance_id="0"}} 1',
             f"llm_gpu_memory_total_bytes{{{key}}} {20 * GIB}",
@@ -217,7 +217,7 @@ def test_without_nvml_the_collector_is_unavailable_and_retries_rarely(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # auto: a fact of the machine
     nvml.init_error = None  # the driver came up
     clock.advance(INIT_RETRY_SECONDS + 1)
-    assert 'llm_gpu_up{gpu="0"' in render(collector.collect())
+    assert 'llm_gpu_up{node="gpu-node-0",gpu="0"' in render(collector.collect())
 
 
 def test_enabled_true_makes_missing_nvml_a_failure_not_a_fact(clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
@@ -241,13 +241,13 @@ def test_nvml_errors_mid_run_degrade_the_scrape_then_recover(clock: Clock) -> No
     nvml = FakeNvml(two_gpus())
     collector = primed(nvml, clock)
     collectors = CollectorSet([collector])
-    assert 'llm_gpu_up{gpu="0"' in render(collectors.collect())
+    assert 'llm_gpu_up{node="gpu-node-0",gpu="0"' in render(collectors.collect())
     # a transient NVML error: that scrape fails, visibly; NVML stays loaded
     nvml.count_error = NvmlErrorKind.ERROR
     out = render(collectors.collect())
     assert 'llm_exporter_collector_success{collector="gpu"} 0' in out and "llm_gpu_up" not in out
     nvml.count_error = None
-    assert 'llm_gpu_up{gpu="1"' in render(collectors.collect())
+    assert 'llm_gpu_up{node="gpu-node-0",gpu="1"' in render(collectors.collect())
     assert nvml.calls["init"] == 1
     # the driver unloaded under the exporter: unavailable, NVML state and GPM samples dropped
     nvml.count_error = NvmlErrorKind.UNAVAILABLE
@@ -258,4 +258,4 @@ def test_nvml_errors_mid_run_degrade_the_scrape_then_recover(clock: Clock) -> No
     nvml.count_error = None
     out = render(collectors.collect())
     assert nvml.calls["init"] == 2
-    assert 'llm_exporter_collector_success{collector="gpu"} 1' in out and 'llm_gpu_up{gpu="1"' in out
+    assert 'llm_exporter_collector_success{collector="gpu"} 1' in out and 'llm_gpu_up{node="gpu-node-0",gpu="1"' in out

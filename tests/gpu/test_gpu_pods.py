@@ -24,7 +24,7 @@ from exporter.sources.podresources import (
     PodResourcesError,
     PodResourcesUnavailableError,
 )
-from tests.gpu.gpu_helpers import UUID0, UUID1, Clock
+from tests.gpu.gpu_helpers import NODE, UUID0, UUID1, Clock
 
 
 def _pod(namespace: str, name: str, containers: list[tuple[str, list[tuple[str, list[str]]]]]) -> pb.PodResources:
@@ -141,15 +141,16 @@ def test_client_follows_a_kubelet_restart(kubelet: FakeKubelet) -> None:
 POD_INFO_TEXT = f"""\
 # HELP llm_gpu_pod_info The pod container a GPU is assigned to, value 1.
 # TYPE llm_gpu_pod_info gauge
-llm_gpu_pod_info{{gpu="0",uuid="{UUID0}",namespace="ml",pod="llama-0",container="vllm"}} 1
-llm_gpu_pod_info{{gpu="1",uuid="{UUID1}",namespace="ml",pod="llama-0",container="vllm"}} 1
-llm_gpu_pod_info{{gpu="1",uuid="{UUID1}",namespace="ml",pod="shared-0",container="app"}} 1
+llm_gpu_pod_info{{node="{NODE}",gpu="0",uuid="{UUID0}",namespace="ml",pod="llama-0",container="vllm"}} 1
+llm_gpu_pod_info{{node="{NODE}",gpu="1",uuid="{UUID1}",namespace="ml",pod="llama-0",container="vllm"}} 1
+llm_gpu_pod_info{{node="{NODE}",gpu="1",uuid="{UUID1}",namespace="ml",pod="shared-0",container="app"}} 1
 """
 
 
 def test_pods_collector_refreshes_in_the_background(kubelet: FakeKubelet) -> None:
     devices = {UUID0: "0", UUID1: "1"}
-    collector = GpuPodsCollector(PodResourcesClient(kubelet.socket_path), devices=lambda: devices, refresh_seconds=1)
+    lister = PodResourcesClient(kubelet.socket_path)
+    collector = GpuPodsCollector(lister, node=NODE, devices=lambda: devices, refresh_seconds=1)
     with pytest.raises(CollectorUnavailable, match="waiting for the first"):
         collector.collect()
     collector.start()
@@ -185,9 +186,9 @@ class FakeLister:
 def test_pods_collector_serves_the_cache_through_short_failures_then_withdraws_it(clock: Clock) -> None:
     lister = FakeLister()
     lister.result = [ContainerDevices("ml", "p", "c", "nvidia.com/gpu", (UUID0,))]
-    collector = GpuPodsCollector(lister, devices=lambda: {UUID0: "0"}, refresh_seconds=10, clock=clock)
+    collector = GpuPodsCollector(lister, node=NODE, devices=lambda: {UUID0: "0"}, refresh_seconds=10, clock=clock)
     collector.refresh()
-    expected = f'llm_gpu_pod_info{{gpu="0",uuid="{UUID0}",namespace="ml",pod="p",container="c"}} 1\n'
+    expected = f'llm_gpu_pod_info{{node="{NODE}",gpu="0",uuid="{UUID0}",namespace="ml",pod="p",container="c"}} 1\n'
     assert render(collector.collect()).endswith(expected)
     lister.result = PodResourcesError("List: DEADLINE_EXCEEDED")
     clock.advance(10)
@@ -203,7 +204,7 @@ def test_pods_collector_serves_the_cache_through_short_failures_then_withdraws_i
 def test_pods_collector_without_socket_is_unavailable_and_drops_the_old_view(clock: Clock) -> None:
     lister = FakeLister()
     lister.result = [ContainerDevices("ml", "p", "c", "nvidia.com/gpu", (UUID0,))]
-    collector = GpuPodsCollector(lister, devices=dict, refresh_seconds=10, clock=clock)
+    collector = GpuPodsCollector(lister, node=NODE, devices=dict, refresh_seconds=10, clock=clock)
     collector.refresh()
     lister.result = PodResourcesUnavailableError("no pod-resources socket at /fake.sock")
     collector.refresh()
@@ -213,7 +214,7 @@ def test_pods_collector_without_socket_is_unavailable_and_drops_the_old_view(clo
 
 def test_pods_collector_close_stops_its_thread(clock: Clock) -> None:
     lister = FakeLister()
-    collector = GpuPodsCollector(lister, devices=dict, refresh_seconds=1)
+    collector = GpuPodsCollector(lister, node=NODE, devices=dict, refresh_seconds=1)
     collector.start()
     collector.close()
     assert lister.closed
