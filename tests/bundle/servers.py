@@ -9,7 +9,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -100,9 +100,9 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 @contextmanager
-def process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def process(args: list[str], log: Path, env: Mapping[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         yield proc
     finally:

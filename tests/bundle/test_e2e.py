@@ -3,9 +3,11 @@ rules and sends to a real Alertmanager, whose webhook lands in this test; every 
 `check` flags a query on a renamed vLLM metric.
 
 Peers: a loopback server replaying the recorded vLLM 0.32.0 body (counters growing with each scrape, 7
-requests waiting), the node role scraping it; the cluster role against the fake Kubernetes API with six free
-GPUs spread 2/2/1/1 and a Pending 4-GPU pod; the GPU collector on the fake NVML (no GPU here) with one pod
-attributed, served from this process. Rules are rendered from the same source with short `for`s.
+requests waiting), the node role scraping it, on node gpu-0 (`NODE_NAME`, as the DaemonSet sets it) with two
+GPUs from the stub libnvidia-ml.so.1 and one pod attributed through a pod-resources socket; the cluster role
+against the fake Kubernetes API with six free GPUs spread 2/2/1/1 and a Pending 4-GPU pod. Prometheus adds no
+label: `node` on the GPU series comes from the exporter. Rules are rendered from the same source with short
+`for`s.
 """
 
 from __future__ import annotations
@@ -25,24 +27,18 @@ from alerts import formats
 from alerts.thresholds import DEFAULT
 from exporter.bundle import check, render
 from exporter.bundle.queries import Query, file_queries
-from exporter.collect import CollectorSet
 from exporter.demo.vllm_env import free_port
-from exporter.exposition import render as render_exposition
-from exporter.gpu.collector import GpuCollector
-from exporter.gpu.pods import GpuPodsCollector
-from exporter.sources.podresources import ContainerDevices
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.servers import Served, alertmanager, process, prometheus, query, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.fakes.kube_api import FakeKubeAPI
-from tests.gpu.fake_nvml import FakeGpu, FakeNvml
 from tests.kube.objects import node, pod
+from tests.scrape.node_gpus import STUB_UUID, gpu_node
 
 pytestmark = pytest.mark.slow
 
 FIXTURE = render.ROOT / "tests/fixtures/vllm/0.32.0.prom"
 COUNTER = re.compile(r"^(vllm:\S+?(?:_total|_bucket|_count|_sum)(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
-GPU_UUID = "GPU-11111111-2222-3333-4444-000000000000"
 
 
 def vllm_body(scrape: int) -> str:
@@ -69,27 +65,6 @@ class FakeEngine(Served):
         return 404, ""
 
 
-class Lister:
-    socket_path = "fake"
-
-    def list(self) -> list[ContainerDevices]:
-        return [ContainerDevices("demo", "vllm-0", "vllm", "nvidia.com/gpu", (GPU_UUID,))]
-
-    def close(self) -> None:
-        pass
-
-
-def gpu_target() -> tuple[Served, CollectorSet]:
-    """The real GPU collectors on the fake NVML, rendered on every GET."""
-    gpu = GpuCollector(FakeNvml([FakeGpu(GPU_UUID)]))
-    pods = GpuPodsCollector(Lister(), devices=gpu.devices)
-    collectors = CollectorSet([gpu, pods])
-    collectors.start()
-    render_exposition(collectors.collect())  # learn the devices before the first attribution
-    pods.refresh()
-    return Served(lambda path: (200, render_exposition(collectors.collect()))), collectors
-
-
 def two_two_one_one(api: FakeKubeAPI) -> None:
     for i, used in enumerate((6, 6, 7, 7)):  # four 8-GPU nodes: 2/2/1/1 free
         api.apply(node(f"gpu-{i}", 8))
@@ -97,7 +72,9 @@ def two_two_one_one(api: FakeKubeAPI) -> None:
     api.apply(pod("vllm-big-0", 4, namespace="demo"))  # 6 free, but no node holds 4
 
 
-def serve(tmp: Path, name: str, role: str, config: dict[str, Any], kubeconfig: str = "") -> Any:
+def serve(
+    tmp: Path, name: str, role: str, config: dict[str, Any], kubeconfig: str = "", env: dict[str, str] | None = None
+) -> Any:
     port = free_port()
     (tmp / f"{name}.yaml").write_text(yaml.safe_dump(config))
     args = [
@@ -114,14 +91,13 @@ def serve(tmp: Path, name: str, role: str, config: dict[str, Any], kubeconfig: s
     ]
     if kubeconfig:
         args += ["--kubeconfig", kubeconfig]
-    return process(args, tmp / f"{name}.log"), f"http://127.0.0.1:{port}"
+    return process(args, tmp / f"{name}.log", env), f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("e2e")
     engine, webhook = FakeEngine(), Served()
-    gpu, gpu_collectors = gpu_target()
     api = FakeKubeAPI(bookmark_interval=0.5)
     api.start()
     api.write_kubeconfig(tmp / "kubeconfig")
@@ -134,30 +110,29 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "timeout_seconds": 0.8,
             "targets": [{"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}],
         },
-        "gpu": {"enabled": "false"},
     }
-    node_proc, node_url = serve(tmp, "node", "node", node_cfg)
     cluster_proc, cluster_url = serve(tmp, "cluster", "cluster", {}, str(tmp / "kubeconfig"))
     try:
-        with node_proc as np, cluster_proc as cp:
-            wait_ready(f"{node_url}/readyz", proc=np)
-            wait_ready(f"{cluster_url}/readyz", timeout=60, proc=cp)
-            scrape = [
-                static_job("llm-exporter", [node_url, gpu.url], {"node": "gpu-0"}),
-                static_job("llm-exporter-cluster", [cluster_url])
-                | {"relabel_configs": [{"target_label": "job", "replacement": "llm-exporter"}]},
-                static_job("vllm", [engine.url]),  # users who scrape vLLM directly, for the rename check
-            ]
-            with (
-                alertmanager(tmp / "am", f"{webhook.url}/hook") as am_url,
-                prometheus(tmp / "prom", scrape, rule_files=[rules], alertmanager_url=am_url) as prom_url,
-            ):
-                yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp}
+        with gpu_node(tmp, "gpu-0", {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}) as gpus:
+            node_proc, node_url = serve(tmp, "node", "node", node_cfg | {"gpu": gpus.gpu}, env=gpus.env)
+            with node_proc as np, cluster_proc as cp:
+                wait_ready(f"{node_url}/readyz", proc=np)
+                wait_ready(f"{cluster_url}/readyz", timeout=60, proc=cp)
+                scrape = [
+                    static_job("llm-exporter", [node_url]),
+                    static_job("llm-exporter-cluster", [cluster_url])
+                    | {"relabel_configs": [{"target_label": "job", "replacement": "llm-exporter"}]},
+                    static_job("vllm", [engine.url]),  # users who scrape vLLM directly, for the rename check
+                ]
+                with (
+                    alertmanager(tmp / "am", f"{webhook.url}/hook") as am_url,
+                    prometheus(tmp / "prom", scrape, rule_files=[rules], alertmanager_url=am_url) as prom_url,
+                ):
+                    yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp}
     finally:
         api.stop()
-        for server in (engine, webhook, gpu):
+        for server in (engine, webhook):
             server.close()
-        gpu_collectors.close()
 
 
 def delivered(webhook: Served) -> dict[str, dict[str, Any]]:
@@ -190,10 +165,16 @@ def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
     wait_for(lambda: bool(query(prom, "rate(llm_prompt_tokens_total[5m]) > 0")), 60, "growing counters")
     wait_for(lambda: bool(query(prom, "llm_gpu_memory_bandwidth_utilization_ratio")), 60, "GPM bandwidth")
     checker = check.Checker(HttpPrometheus(prom))
-    queries = file_queries(render.ROOT / "dashboards/overview.json")
+    # the node filter set to the node the exporter runs on: GPU series carry `node` from $NODE_NAME
+    queries = file_queries(render.ROOT / "dashboards/overview.json", {"node": "gpu-0"})
     assert len(queries) > 30
     results = [checker.check(q) for q in queries]
     assert [(r.query.where, r.reasons) for r in results if r.status != "ok"] == []
+    # and the filter filters: another node (GPUs free in the cluster view, no exporter) shows none of gpu-0's GPUs
+    other = file_queries(render.ROOT / "dashboards/overview.json", {"node": "gpu-1"})
+    gpu_panels = [q for q in other if "llm_gpu_" in q.expr and 'node=~"gpu-1"' in q.expr]
+    assert gpu_panels
+    assert [q.where for q in gpu_panels if query(prom, q.expr)] == []
 
 
 def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> None:
