@@ -1,22 +1,25 @@
-"""JSON schemas for the custom resources in deploy/ that kubernetes-validate has no schema for.
+"""JSON schemas for the custom resources in deploy/ and the chart, derived from the upstream CRDs stored
+unmodified in tests/fixtures/crds/ (Prometheus Operator monitoring.coreos.com/v1, KEDA keda.sh/v1alpha1).
 
-Written from the CRDs (Prometheus Operator monitoring.coreos.com/v1, KEDA keda.sh/v1alpha1), covering the
-fields these manifests may use and closed with additionalProperties: false where the CRD is closed, so a
-misspelt field (`honorlabel`) or a wrong type (KEDA metadata values are strings, `ignoreNullValues: false`
-is rejected by the API server) fails here instead of on apply.
+A CRD's openAPIV3Schema leaves objects open; the API server rejects unknown fields itself (strict field
+validation) or prunes them. To fail the same way offline, every object that lists its properties and does
+not preserve unknown fields is closed here with additionalProperties: false, so a misspelt field
+(`honorlabel`) or a wrong type (KEDA metadata values are strings) fails before an apply would.
+CEL rules (x-kubernetes-validations) are the API server's alone: tests/deploy_real applies to a real one.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+from pathlib import Path
 from typing import Any
 
 import jsonschema
+import yaml
 
-# The Prometheus Operator's Duration pattern (monitoring.coreos.com/v1 Duration).
-DURATION = {
-    "type": "string",
-    "pattern": r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$",
-}
+CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
+
 LABELS = {"type": "object", "additionalProperties": {"type": "string"}}
 META = {
     "type": "object",
@@ -29,230 +32,56 @@ META = {
     },
     "additionalProperties": False,
 }
-SELECTOR = {
-    "type": "object",
-    "properties": {"matchLabels": LABELS, "matchExpressions": {"type": "array"}},
-    "additionalProperties": False,
-}
-NAMESPACE_SELECTOR = {
-    "type": "object",
-    "properties": {"any": {"type": "boolean"}, "matchNames": {"type": "array", "items": {"type": "string"}}},
-    "additionalProperties": False,
-}
-_ENDPOINT_COMMON: dict[str, Any] = {
-    "port": {"type": "string"},
-    "path": {"type": "string", "pattern": "^/"},
-    "scheme": {"enum": ["http", "https", "HTTP", "HTTPS"]},
-    "params": {"type": "object"},
-    "interval": DURATION,
-    "scrapeTimeout": DURATION,
-    "honorLabels": {"type": "boolean"},
-    "honorTimestamps": {"type": "boolean"},
-    "trackTimestampsStaleness": {"type": "boolean"},
-    "relabelings": {"type": "array"},
-    "metricRelabelings": {"type": "array"},
-    "tlsConfig": {"type": "object"},
-    "authorization": {"type": "object"},
-    "basicAuth": {"type": "object"},
-    "oauth2": {"type": "object"},
-    "followRedirects": {"type": "boolean"},
-    "enableHttp2": {"type": "boolean"},
-    "filterRunning": {"type": "boolean"},
-    "proxyUrl": {"type": "string"},
-}
-_MONITOR_COMMON: dict[str, Any] = {
-    "jobLabel": {"type": "string"},
-    "podTargetLabels": {"type": "array", "items": {"type": "string"}},
-    "selector": SELECTOR,
-    "namespaceSelector": NAMESPACE_SELECTOR,
-    "sampleLimit": {"type": "integer", "minimum": 0},
-    "targetLimit": {"type": "integer", "minimum": 0},
-    "labelLimit": {"type": "integer", "minimum": 0},
-    "attachMetadata": {"type": "object"},
-    "scrapeClass": {"type": "string"},
-    "scrapeProtocols": {"type": "array", "items": {"type": "string"}},
-}
 
 
-def _resource(api_version: str, kind: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "required": ["apiVersion", "kind", "metadata", "spec"],
-        "properties": {
-            "apiVersion": {"const": api_version},
-            "kind": {"const": kind},
-            "metadata": META,
-            "spec": spec,
-        },
-        "additionalProperties": False,
-    }
+def _closed(schema: Any) -> Any:
+    """The schema with every object that names its properties closed to others, recursively, and its
+    patterns in Python's regular expression syntax."""
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) for k, v in schema.items()}
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and "(?i)" in pattern:
+        # Go's RE2 takes a flag group anywhere ("^(?i)(abort|warn)?$"); Python only at the start
+        out["pattern"] = "(?i)" + pattern.replace("(?i)", "")
+    if (
+        "properties" in schema
+        and "additionalProperties" not in schema
+        and not schema.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    return out
 
 
-SERVICE_MONITOR = _resource(
-    "monitoring.coreos.com/v1",
-    "ServiceMonitor",
-    {
-        "type": "object",
-        "required": ["selector", "endpoints"],
-        "properties": {
-            **_MONITOR_COMMON,
-            "targetLabels": {"type": "array", "items": {"type": "string"}},
-            "endpoints": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {**_ENDPOINT_COMMON, "targetPort": {"type": ["string", "integer"]}},
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "additionalProperties": False,
-    },
-)
+def _from_crd(crd: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """One closed schema per served version of the CRD, keyed by (apiVersion, kind)."""
+    group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+    out = {}
+    for version in crd["spec"]["versions"]:
+        if not version.get("served"):
+            continue
+        schema = _closed(copy.deepcopy(version["schema"]["openAPIV3Schema"]))
+        api_version = f"{group}/{version['name']}"
+        schema["properties"]["apiVersion"] = {"const": api_version}
+        schema["properties"]["kind"] = {"const": kind}
+        schema["properties"]["metadata"] = META
+        schema["required"] = sorted({"apiVersion", "kind", "metadata", *schema.get("required", [])})
+        out[(api_version, kind)] = schema
+    return out
 
-POD_MONITOR = _resource(
-    "monitoring.coreos.com/v1",
-    "PodMonitor",
-    {
-        "type": "object",
-        "required": ["selector", "podMetricsEndpoints"],
-        "properties": {
-            **_MONITOR_COMMON,
-            "podMetricsEndpoints": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "properties": {**_ENDPOINT_COMMON, "portNumber": {"type": "integer"}},
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "additionalProperties": False,
-    },
-)
 
-_RULE = {
-    "type": "object",
-    "required": ["expr"],
-    "oneOf": [{"required": ["alert"]}, {"required": ["record"]}],
-    "properties": {
-        "alert": {"type": "string"},
-        "record": {"type": "string"},
-        "expr": {"type": ["string", "integer"]},
-        "for": DURATION,
-        "keep_firing_for": DURATION,
-        "labels": LABELS,
-        "annotations": LABELS,
-    },
-    "additionalProperties": False,
-}
-PROMETHEUS_RULE = _resource(
-    "monitoring.coreos.com/v1",
-    "PrometheusRule",
-    {
-        "type": "object",
-        "properties": {
-            "groups": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["name"],
-                    "properties": {
-                        "name": {"type": "string", "minLength": 1},
-                        "interval": DURATION,
-                        "query_offset": DURATION,
-                        "limit": {"type": "integer"},
-                        "labels": LABELS,
-                        "partial_response_strategy": {"type": "string"},
-                        "rules": {"type": "array", "items": _RULE},
-                    },
-                    "additionalProperties": False,
-                },
-            }
-        },
-        "additionalProperties": False,
-    },
-)
+@functools.cache
+def _schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for path in sorted(CRDS.glob("*.yaml")):
+        out.update(_from_crd(yaml.load(path.read_text(encoding="utf-8"), Loader=loader)))
+    return out
 
-SCALED_OBJECT = _resource(
-    "keda.sh/v1alpha1",
-    "ScaledObject",
-    {
-        "type": "object",
-        "required": ["scaleTargetRef", "triggers"],
-        "properties": {
-            "scaleTargetRef": {
-                "type": "object",
-                "required": ["name"],
-                "properties": {
-                    "name": {"type": "string"},
-                    "apiVersion": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "envSourceContainerName": {"type": "string"},
-                },
-                "additionalProperties": False,
-            },
-            "pollingInterval": {"type": "integer"},
-            "cooldownPeriod": {"type": "integer"},
-            "initialCooldownPeriod": {"type": "integer"},
-            "idleReplicaCount": {"type": "integer"},
-            "minReplicaCount": {"type": "integer"},
-            "maxReplicaCount": {"type": "integer"},
-            "fallback": {
-                "type": "object",
-                "required": ["failureThreshold", "replicas"],
-                "properties": {
-                    "failureThreshold": {"type": "integer"},
-                    "replicas": {"type": "integer"},
-                    "behavior": {
-                        "enum": ["static", "currentReplicas", "currentReplicasIfHigher", "currentReplicasIfLower"]
-                    },
-                },
-                "additionalProperties": False,
-            },
-            "advanced": {
-                "type": "object",
-                "properties": {
-                    "restoreToOriginalReplicaCount": {"type": "boolean"},
-                    "horizontalPodAutoscalerConfig": {
-                        "type": "object",
-                        "properties": {"name": {"type": "string"}, "behavior": {"type": "object"}},
-                        "additionalProperties": False,
-                    },
-                    "scalingModifiers": {"type": "object"},
-                },
-                "additionalProperties": False,
-            },
-            "triggers": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "required": ["type", "metadata"],
-                    "properties": {
-                        "type": {"type": "string"},
-                        "name": {"type": "string"},
-                        "metadata": LABELS,  # map[string]string in the CRD: every value a string
-                        "metricType": {"enum": ["AverageValue", "Value", "Utilization"]},
-                        "useCachedMetrics": {"type": "boolean"},
-                        "authenticationRef": {"type": "object"},
-                    },
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "additionalProperties": False,
-    },
-)
 
-SCHEMAS = {
-    ("monitoring.coreos.com/v1", "ServiceMonitor"): SERVICE_MONITOR,
-    ("monitoring.coreos.com/v1", "PodMonitor"): POD_MONITOR,
-    ("monitoring.coreos.com/v1", "PrometheusRule"): PROMETHEUS_RULE,
-    ("keda.sh/v1alpha1", "ScaledObject"): SCALED_OBJECT,
-}
+SCHEMAS = _schemas()
 
 
 def validate(obj: dict[str, Any]) -> None:

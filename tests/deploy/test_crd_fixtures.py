@@ -6,8 +6,11 @@ from __future__ import annotations
 import hashlib
 import re
 
+import jsonschema
+import pytest
 import yaml
 
+from tests.deploy import crd_schemas
 from tests.deploy.manifests import ROOT
 
 CRDS = ROOT / "tests" / "fixtures" / "crds"
@@ -31,3 +34,16 @@ def test_each_file_is_the_crd_it_is_named_after() -> None:
         group, plural = path.stem.split("_")
         assert crd["kind"] == "CustomResourceDefinition"
         assert (crd["spec"]["group"], crd["spec"]["names"]["plural"]) == (group, plural)
+
+
+def test_the_derived_schemas_are_as_strict_as_the_api_server() -> None:
+    """Closed objects and typed maps: what strict field validation on the server rejects fails offline."""
+    scaled = yaml.safe_load((ROOT / "deploy" / "examples" / "keda-scaledobject.yaml").read_text(encoding="utf-8"))
+    crd_schemas.validate(scaled)
+    scaled["spec"]["triggers"][0]["metadata"]["ignoreNullValues"] = False  # KEDA metadata values are strings
+    with pytest.raises(jsonschema.ValidationError):
+        crd_schemas.validate(scaled)
+    rule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": {"name": "r"}}
+    crd_schemas.validate({**rule, "spec": {"groups": [{"name": "g", "partial_response_strategy": "WARN"}]}})
+    with pytest.raises(jsonschema.ValidationError):
+        crd_schemas.validate({**rule, "spec": {"groups": [{"name": "g", "rule": []}]}})
