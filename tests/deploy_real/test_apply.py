@@ -72,7 +72,8 @@ def test_helm_install_dry_run_server(crds: APIServer, values: str) -> None:
         args += ["--set", f"fullname=helm-{values}"]  # after the file: the command line wins
     else:
         crds.kubectl("create", "namespace", namespace)
-    result = helm(*args, env={**os.environ, "HELM_CACHE_HOME": str(crds.workdir / "helm")})
+    homes = {f"HELM_{kind}_HOME": str(crds.workdir / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")}
+    result = helm(*args, env={**os.environ, **homes})  # nothing written to the user's own Helm folders
     assert result.returncode == 0, result.stderr
     manifest = [doc for doc in yaml.safe_load_all(result.stdout.split("MANIFEST:", 1)[1].split("NOTES:")[0]) if doc]
     assert {o["kind"] for o in manifest} >= {"DaemonSet", "ClusterRole"}
