@@ -1,8 +1,9 @@
-"""Metric families and the Prometheus text format (0.0.4) writer.
+"""Metric families and their writers: the Prometheus text format (0.0.4, the default) and OpenMetrics 1.0.
 
-Our own small writer instead of prometheus_client's registry: families are built fresh per scrape from
+Our own small writers instead of prometheus_client's registry: families are built fresh per scrape from
 catalogue specs, and engine series arrive with their label block already rendered, which keeps the
-re-export path allocation-light.
+re-export path allocation-light (docs/performance.md compares the two). Which one a scrape gets is
+negotiated from its `Accept` header, as prometheus_client does it.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from exporter.catalogue.spec import MetricSpec
+from exporter.catalogue.spec import MetricSpec, MetricType
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 
 def escape_label_value(value: str) -> str:
@@ -73,4 +75,48 @@ def render(families: Iterable[Family]) -> str:
         out.append(f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.type.value}\n")
         name = spec.name
         out.extend(f"{name}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
+    return "".join(out)
+
+
+def wants_openmetrics(accept: str | None) -> bool:
+    """True when `accept` asks for OpenMetrics (any version up to 1.x, or none) with a non-zero weight.
+
+    Prometheus 3 asks for OpenMetrics first by default; every other client gets the text format.
+    """
+    for entry in (accept or "").split(","):
+        media, *params = (part.strip() for part in entry.split(";"))
+        if media.lower() != "application/openmetrics-text":
+            continue
+        options = dict(p.partition("=")[::2] for p in params)
+        if _weight(options.get("q", "1")) > 0 and options.get("version", "1.0.0").split(".")[0] in ("0", "1"):
+            return True
+    return False
+
+
+def _weight(q: str) -> float:
+    try:
+        weight = float(q)
+    except ValueError:
+        return 0.0
+    return weight if math.isfinite(weight) else 0.0
+
+
+def render_openmetrics(families: Iterable[Family]) -> str:
+    """The OpenMetrics 1.0 exposition of `families`: counters named without `_total` in their metadata,
+    `# UNIT` where the name ends in the unit, `# EOF` at the end. Counters' optional `_created` is left out."""
+    out: list[str] = []
+    for family in families:
+        if not family.samples:
+            continue
+        spec = family.spec
+        name = spec.name.removesuffix("_total") if spec.type is MetricType.COUNTER else spec.name
+        help_text = spec.help + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
+        help_text = escape_label_value(help_text)  # OpenMetrics escapes HELP like a label value
+        out.append(f"# TYPE {name} {spec.type.value}\n")
+        if spec.unit and name.endswith(f"_{spec.unit}"):
+            out.append(f"# UNIT {name} {spec.unit}\n")
+        out.append(f"# HELP {name} {help_text}\n")
+        sample = spec.name
+        out.extend(f"{sample}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
+    out.append("# EOF\n")
     return "".join(out)
