@@ -13,6 +13,7 @@ import yaml
 from tests.deploy.helm import CHART, helm
 from tests.deploy.manifests import DEPLOY, OVERLAYS, find, render
 from tests.deploy_real.apiserver import APIServer
+from tests.deploy_real.helpers import ensure
 
 KEDA_EXAMPLE = DEPLOY / "examples" / "keda-scaledobject.yaml"
 
@@ -46,7 +47,7 @@ def test_the_overlay_applies_server_side(crds: APIServer, overlay: str) -> None:
 
 def test_the_keda_example_applies_server_side(crds: APIServer) -> None:
     namespace = yaml.safe_load(KEDA_EXAMPLE.read_text())["metadata"]["namespace"]
-    crds.kubectl("create", "namespace", namespace)
+    ensure(crds, "Namespace", namespace)
     result = crds.kubectl("apply", "--server-side", "-f", str(KEDA_EXAMPLE))
     assert "scaledobject.keda.sh/vllm-llama serverside-applied" in result.stdout
 
@@ -71,7 +72,7 @@ def test_helm_install_dry_run_server(crds: APIServer, values: str) -> None:
     if values == "custom":
         args += ["--set", f"fullname=helm-{values}"]  # after the file: the command line wins
     else:
-        crds.kubectl("create", "namespace", namespace)
+        ensure(crds, "Namespace", namespace)
     homes = {f"HELM_{kind}_HOME": str(crds.workdir / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")}
     result = helm(*args, env={**os.environ, **homes})  # nothing written to the user's own Helm folders
     assert result.returncode == 0, result.stderr

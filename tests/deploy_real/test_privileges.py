@@ -22,6 +22,7 @@ from exporter.demo.vllm_env import free_port
 from tests.deploy.manifests import BASE, OVERLAYS, ROOT, find, mounted_config, render
 from tests.deploy.test_rbac import watched
 from tests.deploy_real.apiserver import APIServer
+from tests.deploy_real.helpers import ensure
 from tests.deploy_real.privileges import allowed, discovered
 from tests.kube.waiting import eventually
 
@@ -34,7 +35,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 @pytest.fixture(scope="module")
 def installed(crds: APIServer) -> APIServer:
     crds.kubectl("apply", "--server-side", "-k", str(OVERLAYS["kube-prometheus-stack"]))
-    crds.kubectl("create", "serviceaccount", "no-bindings", "-n", NAMESPACE)  # the baseline
+    ensure(crds, "ServiceAccount", "no-bindings", NAMESPACE)  # the baseline
     return crds
 
 
@@ -200,7 +201,8 @@ def test_the_exporter_runs_on_the_service_account_tokens(installed: APIServer, t
             assert samples[("llm_exporter_collector_success", (("collector", "cluster"),))] == 1
             objects = {dict(k[1])["resource"]: v for k, v in samples.items() if k[0] == "llm_kubernetes_objects"}
             # the DRA slice was listed, not skipped as a forbidden optional resource
-            assert objects == {"nodes": 1, "pods": 1, "resourceslices": 1, "resourceclaims": 0}
+            nodes = len(installed.request("GET", "/api/v1/nodes")[1]["items"])
+            assert objects == {"nodes": nodes, "pods": 1, "resourceslices": 1, "resourceclaims": 0}  # 1 GPU pod
             errors = [k for k, v in samples.items() if k[0] == "llm_kubernetes_request_errors_total" and v]
             assert errors == []
             # the node role found the engine pod through its node-scoped pod watch and scraped it

@@ -1,0 +1,15 @@
+"""Small steps the real-API-server tests share."""
+
+from __future__ import annotations
+
+import json
+
+from tests.deploy_real.apiserver import APIServer
+
+
+def ensure(api: APIServer, kind: str, name: str, namespace: str | None = None) -> None:
+    """A Namespace or ServiceAccount that exists afterwards, whichever test made it first."""
+    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+    api.kubectl(
+        "apply", "--server-side", "-f", "-", input_text=json.dumps({"apiVersion": "v1", "kind": kind, "metadata": meta})
+    )
