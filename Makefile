@@ -1,7 +1,7 @@
 # One task runner; CI runs `make test` (through .ci/run).
 PY := .venv/bin/python
 
-.PHONY: setup peers demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling vllm-env clean
+.PHONY: setup peers demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling bench-wire vllm-env clean
 
 setup:
 	@bash scripts/setup.sh
@@ -50,10 +50,13 @@ endif
 vllm-env: setup
 	$(PY) -c 'from exporter.demo import vllm_env as v; p = v.ensure_venv(); v.ensure_model(p)'
 
-bench: bench-parse bench-gpu bench-cluster bench-node bench-scaling
+bench: bench-parse bench-gpu bench-cluster bench-node bench-scaling bench-wire
 
 bench-parse: setup
 	$(PY) bench/bench_parse.py
+
+bench-wire: setup
+	$(PY) bench/bench_wire.py
 
 bench-gpu: setup
 	$(PY) bench/bench_gpu.py
