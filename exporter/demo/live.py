@@ -48,3 +48,13 @@ def snapshot(body: str) -> dict[str, float]:
         "missing": float(missing),
         "up": total("llm_engine_up"),
     }
+
+
+def rename_signals(body: str) -> tuple[list[tuple[str, str]], float]:
+    """(canonical metric, expected source) of each `llm_metric_present` at 0, and the unmapped family count."""
+    parsed = parser.parse(body, frozenset({"llm_metric_present", "llm_engine_unmapped_metrics"}), "llm_")
+    missing = [
+        (labels["metric"], labels["source"])
+        for labels in (dict(pairs) for pairs, v in parsed.samples.get("llm_metric_present", ()) if v == 0)
+    ]
+    return missing, sum(v for _, v in parsed.samples.get("llm_engine_unmapped_metrics", ()))

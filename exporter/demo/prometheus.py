@@ -1,14 +1,15 @@
 """The demo's Prometheus: scrapes the exporter every second and evaluates the project's alert rules.
 
-Used only when Debian's `prometheus` is installed and the repository's `alerts/` package is importable
-(a checkout). The rules are rendered from the same source as the shipped ones, with demo thresholds: short
-`for` durations and a TTFT threshold a CPU burst of the tiny model crosses.
+Used in a checkout (the repository's `alerts/` package is importable), with the Prometheus 3 the test suite
+runs: `scripts/build-peers.sh` builds it from its pinned Go module into the cache on first use. It also
+scrapes the engine itself (job "vllm"), as a user's dashboards on vLLM's own names would. The rules are
+rendered from the same source as the shipped ones, with demo thresholds: short `for` durations and a TTFT
+threshold a CPU burst of the tiny model crosses.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 import urllib.parse
@@ -18,15 +19,34 @@ from pathlib import Path
 
 import yaml
 
-from exporter.demo.vllm_env import free_port
+from exporter.demo.vllm_env import Progress, cache_dir, free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "scripts" / "build-peers.sh"
 
 
 def available() -> bool:
+    """A checkout: the rule sources and the script that builds Prometheus are there."""
     try:
         import alerts.formats  # noqa: F401 - the repository's rule sources
     except ImportError:
         return False
-    return shutil.which("prometheus") is not None
+    return BUILD.is_file()
+
+
+def binary(progress: Progress) -> str | None:
+    """Prometheus 3 from the cache, built first when missing or out of date; None (said why) when it cannot be."""
+    path = cache_dir() / "bin" / "prometheus"
+    if not path.is_file():
+        progress("building Prometheus 3 from its pinned Go module (first run only, a few minutes; needs Go 1.26+ "
+                 "or the Go module proxy to fetch it)")  # fmt: skip
+    done = subprocess.run(["bash", str(BUILD), "prometheus"], capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not path.is_file():
+        tail = " ".join(done.stderr.strip().splitlines()[-3:])
+        progress(f"Prometheus could not be built ({BUILD.relative_to(ROOT)} prometheus: {tail}); "
+                 "alerts are not evaluated")  # fmt: skip
+        return None
+    return str(path)
 
 
 @dataclass
@@ -75,7 +95,7 @@ class DemoPrometheus:
             self.process.kill()
 
 
-def start(exporter_address: str, workdir: Path) -> DemoPrometheus:
+def start(prometheus: str, exporter_address: str, engine_address: str, workdir: Path) -> DemoPrometheus:
     from alerts import formats
     from alerts.thresholds import DEFAULT
 
@@ -94,13 +114,16 @@ def start(exporter_address: str, workdir: Path) -> DemoPrometheus:
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(workdir / "rules.yaml")],
-        "scrape_configs": [{"job_name": demo.exporter_job, "static_configs": [{"targets": [exporter_address]}]}],
+        "scrape_configs": [
+            {"job_name": demo.exporter_job, "static_configs": [{"targets": [exporter_address]}]},
+            {"job_name": "vllm", "static_configs": [{"targets": [engine_address]}]},
+        ],
     }
     (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = free_port()
     log = (workdir / "prometheus.log").open("wb")
     cmd = [
-        shutil.which("prometheus") or "prometheus",
+        prometheus,
         f"--config.file={workdir / 'prometheus.yml'}",
         f"--storage.tsdb.path={workdir / 'tsdb'}",
         f"--web.listen-address=127.0.0.1:{port}",

@@ -1,8 +1,10 @@
 """`llm-exporter demo`: the Thursday-afternoon incident on one machine, without a cluster or a GPU.
 
 Starts the real vLLM CPU server with the tiny model, the exporter in front of it, drives a burst of long
-prompts, and prints TTFT p99 and queue depth live from the exporter's own `llm_*` output; then shows a
-silent rename (vLLM's `kv_cache_usage_perc` gone) being caught as `llm_metric_present 0`.
+prompts, and prints TTFT p99 and queue depth live from the exporter's own `llm_*` output; then vLLM's served
+/metrics renames `kv_cache_usage_perc` (a loopback proxy in front of the engine, as an upgrade would), and the
+demo's Prometheus shows the dashboard's KV cache query go empty while `llm_*` keeps flowing and
+`LLMMetricMissing` fires.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from pathlib import Path
 
 from exporter import config, roles, server
 from exporter.demo import live, prometheus, vllm_env
-from exporter.engines.mapping import map_body
-from exporter.engines.releases import load
+from exporter.demo.proxy import RenamingProxy
 
 P99 = "histogram_quantile(0.99, sum by (le) (rate(llm_time_to_first_token_seconds_bucket[1m])))"
+RENAME = {"vllm:kv_cache_usage_perc": "vllm:kv_cache_usage_fraction"}
+KV_PANEL = "'KV cache usage'"  # the dashboard panel on the renamed series
+FLOWING = "count(llm_requests_running)"
 LONG_PROMPT = " ".join(["the queue is long and the model waits for the gpu"] * 20)
 
 
@@ -64,10 +68,12 @@ def run(args: argparse.Namespace) -> int:
     engine = vllm_env.start_server(
         python, model, vllm_env.free_port(), workdir / "vllm.log", extra_args=("--max-num-seqs", "2")
     )
+    proxy = RenamingProxy(engine.url)  # the exporter and Prometheus scrape the engine through it
     stop = threading.Event()
+    prom = None
     try:
         cfg = config.parse(
-            json.dumps({"engines": {"targets": [{"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}]},
+            json.dumps({"engines": {"targets": [{"url": proxy.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}]},
                         "gpu": {"enabled": "false"}})
         )  # fmt: skip
         port = vllm_env.free_port()
@@ -75,12 +81,12 @@ def run(args: argparse.Namespace) -> int:
         threading.Thread(target=server.serve, args=(collectors, "node", f"127.0.0.1:{port}", stop), daemon=True).start()
         metrics_url = f"http://127.0.0.1:{port}/metrics"
         time.sleep(0.5)
-        prom = None
-        if prometheus.available():
-            prom = prometheus.start(f"127.0.0.1:{port}", workdir)
+        binary = prometheus.binary(step) if prometheus.available() else None
+        if binary is not None:
+            prom = prometheus.start(binary, f"127.0.0.1:{port}", proxy.url.removeprefix("http://"), workdir)
             step(f"Prometheus on {prom.url}, evaluating the alert rules with demo thresholds (TTFT p99 > 0.2s)")
-        else:
-            step("Prometheus is not installed (apt-get install prometheus): alerts are not evaluated")
+        elif not prometheus.available():
+            step("not a checkout of the repository: Prometheus and the alert rules are not run")
         alerts = _AlertWatch(prom)
         step(f"exporter on {metrics_url}; sending a burst of {requests} long prompts, {args.concurrency} at a time")
         start = time.monotonic()
@@ -101,23 +107,49 @@ def run(args: argparse.Namespace) -> int:
             alerts.wait_for("LLMTimeToFirstTokenP99High", 20.0)
             seen = prom.query(P99)
             print(f"Prometheus: {P99} = {seen[0][1] if seen else 'no data'}", flush=True)
-            prom.stop()
-        _silent_rename(_fetch(engine.url + "/metrics"), args.vllm_version, step)
+        _silent_rename(proxy, metrics_url, prom, alerts, step)
     finally:
+        if prom is not None:
+            prom.stop()
         stop.set()
+        proxy.close()
         engine.stop()
     return 0
 
 
-def _silent_rename(body: str, version: str, step: _Steps) -> None:
-    step("a silent rename: the same vLLM body with vllm:kv_cache_usage_perc renamed")
-    renamed = body.replace("vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_fraction")
-    result = map_body(renamed, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, version, load())
-    for spec, (source, found) in result.present.items():
-        if not found:
-            print(f'llm_metric_present{{metric="{spec.name}",source="{source}"}} 0  -> alert LLMMetricMissing; '
-                  f"{spec.name} is absent, not 0")  # fmt: skip
-    print(f"llm_engine_unmapped_metrics {result.unmapped}  (a family no release exposes: a likely rename)")
+def _silent_rename(
+    proxy: RenamingProxy, metrics_url: str, prom: prometheus.DemoPrometheus | None, alerts: _AlertWatch, step: _Steps
+) -> None:
+    kv = _kv_query() if prom is not None else ""
+    if prom is not None:
+        _show(prom, kv, "the dashboard's KV cache usage panel")
+    ((old, new),) = RENAME.items()
+    step(f"a silent rename: vLLM's /metrics now serves {old} as {new}, as an upgrade might")
+    proxy.rename(RENAME)
+    if prom is not None:
+        step("waiting up to 30s for LLMMetricMissing")
+        alerts.wait_for("LLMMetricMissing", 30.0)
+        _show(prom, kv, "the dashboard's KV cache usage panel")
+        _show(prom, old, "a query on vLLM's own name")
+        _show(prom, FLOWING, "the other llm_* series")
+    missing, unmapped = live.rename_signals(_fetch(metrics_url))
+    for metric, source in missing:
+        print(f'llm_metric_present{{metric="{metric}",source="{source}"}} 0  -> alert LLMMetricMissing; '
+              f"{metric} is absent, not 0")  # fmt: skip
+    print(f"llm_engine_unmapped_metrics {unmapped:.0f}  (a family no release exposes: a likely rename)")
+
+
+def _kv_query() -> str:
+    from exporter.bundle.queries import file_queries
+
+    queries = file_queries(prometheus.ROOT / "dashboards" / "overview.json")
+    return next(q.expr for q in queries if KV_PANEL in q.where)
+
+
+def _show(prom: prometheus.DemoPrometheus, expr: str, what: str) -> None:
+    result = prom.query(expr)
+    print(f"Prometheus: {what}: {expr} = {len(result)} series" if result else
+          f"Prometheus: {what}: {expr} = no data", flush=True)  # fmt: skip
 
 
 class _AlertWatch:

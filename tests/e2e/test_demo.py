@@ -1,4 +1,5 @@
-"""The README's main command, in its short mode: real vLLM + exporter, live lines, the rename alarm."""
+"""The README's main command, in its short mode: real vLLM + exporter + Prometheus 3, live lines, and the
+rename served by the engine's /metrics seen in Prometheus and alerted on."""
 
 from __future__ import annotations
 
@@ -25,5 +26,15 @@ def test_demo_short_mode() -> None:
         "LLMMetricMissing" in out
     )
     assert "llm_engine_unmapped_metrics 1" in out
-    # Debian's prometheus is part of the suite's set-up, so the demo evaluates the shipped rules
+    # the demo's Prometheus 3 (built by scripts/build-peers.sh) evaluates the shipped rules
     assert "ALERT firing: LLMTimeToFirstTokenP99High{namespace=demo,model=tiny}" in out
+    # the rename is served: what Prometheus scraped before and after it
+    kv = "Prometheus: the dashboard's KV cache usage panel: max by (namespace, pod, model) (llm_kv_cache_usage_ratio"
+    before = out.index(kv)
+    rename = out.index("a silent rename: vLLM's /metrics now serves vllm:kv_cache_usage_perc as ")
+    assert re.match(r"[^\n]* = 1 series\n", out[before:])
+    after = out.index(kv, rename)
+    assert re.match(r"[^\n]* = no data\n", out[after:])
+    assert out.index("ALERT firing: LLMMetricMissing{namespace=demo", rename) < after
+    assert "Prometheus: a query on vLLM's own name: vllm:kv_cache_usage_perc = no data" in out[after:]
+    assert "Prometheus: the other llm_* series: count(llm_requests_running) = 1 series" in out[after:]
