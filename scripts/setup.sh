@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # Set up everything the exporter and its test suite need on a Debian machine:
-# Debian packages (Prometheus and promtool, Alertmanager, a C compiler, venv), then the project venv.
-# Idempotent: a second run only checks. The vLLM CPU environment is created on first use, in a cache folder.
+# Debian packages (a C compiler, make, venv), then the project venv. Idempotent: a second run only checks.
+# The vLLM CPU environment is created on first use, in a cache folder; Prometheus 3, Alertmanager and the
+# other test peers are built from pinned Go modules by scripts/build-peers.sh (`make test` runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-command -v prometheus >/dev/null || need+=(prometheus)
-command -v promtool >/dev/null || need+=(prometheus)
-command -v prometheus-alertmanager >/dev/null || need+=(prometheus-alertmanager)
 command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
