@@ -4,14 +4,15 @@ install, both overlays and the KEDA example apply server-side, the chart install
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tests.deploy.helm import CHART, helm
-from tests.deploy.manifests import DEPLOY, OVERLAYS, find, render
+from tests.deploy.helm import CHART, helm, template
+from tests.deploy.manifests import DEPLOY, OVERLAYS, Obj, find, render
 from tests.deploy_real.apiserver import APIServer
 from tests.deploy_real.helpers import ensure
 
@@ -61,20 +62,53 @@ def test_a_misspelt_field_is_rejected(crds: APIServer, tmp_path: Path) -> None:
     assert result.returncode != 0 and "honorlabels" in result.stderr, result.stdout + result.stderr
 
 
+def helm_admin(api: APIServer, *args: str) -> str:
+    """helm as the cluster admin, its cache, config and data in the test's folder; stdout, or a failure."""
+    homes = {f"HELM_{kind}_HOME": str(api.workdir / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")}
+    result = helm(*args, "--kubeconfig", str(api.admin_kubeconfig), env={**os.environ, **homes})
+    assert result.returncode == 0, f"helm {' '.join(args)}:\n{result.stderr}"
+    return result.stdout
+
+
 @pytest.mark.parametrize("values", ["default", "custom", "plain-prometheus", "kube-prometheus-stack"])
 def test_helm_install_dry_run_server(crds: APIServer, values: str) -> None:
     """In a namespace and under a name of its own, so nothing the overlays applied is in the way."""
     namespace = f"helm-{values}"
     args = ["install", f"lie-{values}", str(CHART), "--namespace", namespace, "--dry-run=server"]
-    args += ["--set", f"fullname=helm-{values}", "--kubeconfig", str(crds.admin_kubeconfig)]
+    args += ["--set", f"fullname=helm-{values}"]  # --set wins over every values file
     if values != "default":
         args += ["--values", str(CHART / "ci" / f"{values}-values.yaml")]
-    if values == "custom":
-        args += ["--set", f"fullname=helm-{values}"]  # after the file: the command line wins
-    else:
+    if values != "custom":  # custom creates its namespace (namespace.create)
         ensure(crds, "Namespace", namespace)
-    homes = {f"HELM_{kind}_HOME": str(crds.workdir / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")}
-    result = helm(*args, env={**os.environ, **homes})  # nothing written to the user's own Helm folders
-    assert result.returncode == 0, result.stderr
-    manifest = [doc for doc in yaml.safe_load_all(result.stdout.split("MANIFEST:", 1)[1].split("NOTES:")[0]) if doc]
+    out = helm_admin(crds, *args)
+    manifest = [doc for doc in yaml.safe_load_all(out.split("MANIFEST:", 1)[1].split("NOTES:")[0]) if doc]
     assert {o["kind"] for o in manifest} >= {"DaemonSet", "ClusterRole"}
+
+
+def test_helm_installs_upgrades_and_uninstalls(crds: APIServer) -> None:
+    """For real: the objects exist afterwards, a config change rolls the pod template, uninstall removes all."""
+    namespace, release = "helm-real", "lie-real"
+    ensure(crds, "Namespace", namespace)
+    common = ["--namespace", namespace, "--set", "fullname=helm-real"]
+    helm_admin(crds, "install", release, str(CHART), *common)
+    selector = f"app.kubernetes.io/instance={release}"
+
+    def stored(kind: str) -> list[Obj]:
+        out = crds.kubectl("get", kind, "-A", "-l", selector, "-o", "json").stdout
+        items: list[Obj] = json.loads(out)["items"]
+        return items
+
+    rendered = {(o["kind"], o["metadata"]["name"]) for o in template(sets=("fullname=helm-real",), release=release)}
+    kinds = "daemonset,deployment,service,serviceaccount,configmap,podmonitor,servicemonitor,prometheusrule"
+    found = {(o["kind"], o["metadata"]["name"]) for o in stored(kinds + ",clusterrole,clusterrolebinding")}
+    assert found == rendered
+
+    def checksum() -> str:
+        value: str = stored("daemonset")[0]["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+        return value
+
+    before = checksum()
+    helm_admin(crds, "upgrade", release, str(CHART), *common, "--set", "node.config.engines.timeout_seconds=5")
+    assert checksum() != before
+    helm_admin(crds, "uninstall", release, "--namespace", namespace, "--wait")
+    assert stored(kinds + ",clusterrole,clusterrolebinding") == []
