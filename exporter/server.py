@@ -33,6 +33,7 @@ from typing import Any
 from exporter import __version__, logs
 from exporter.catalogue import exporter_self
 from exporter.collect import CollectorSet
+from exporter.deprecations import with_old_names
 from exporter.exposition import (
     CONTENT_TYPE,
     OPENMETRICS_CONTENT_TYPE,
@@ -101,7 +102,7 @@ class Scraper:
             build = Family(exporter_self.BUILD_INFO)
             build.add((__version__, platform.python_version(), self.role), 1.0)
             own = [build, self.rejections.family(), logs.suppressed_family()]
-            self._last = [*self.collectors.collect(budget_seconds), *own]
+            self._last = with_old_names([*self.collectors.collect(budget_seconds), *own])
             self._generation += 1
             return write(self._last)
 
