@@ -259,6 +259,35 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "small GPU pods, or split the replica.",
         ),
         Alert(
+            "LLMRouteTimeoutBelowRequestDuration",
+            placement,
+            _p99("llm_request_duration_seconds", t.latency_window)
+            + f" > on (namespace) group_left () {number(t.route_timeout_fraction)}"
+            " * min by (namespace) (llm_route_timeout_seconds)",
+            "",
+            None,
+            t.route_timeout_for,
+            "warning",
+            "Requests to {{ $labels.namespace }}/{{ $labels.model }} take {{ $value | humanizeDuration }} (p99), "
+            "close to the shortest route timeout in front of them.",
+            f"The request-duration p99 is above {t.route_timeout_fraction:.0%} of the shortest Ingress or HTTPRoute "
+            "timeout that reaches this namespace's engines: long generations are cut mid-stream and users see a "
+            "broken answer. Raise the route timeout (llm_route_timeout_seconds says which) or cap max_tokens.",
+        ),
+        Alert(
+            "LLMRouteBuffering",
+            placement,
+            "llm_route_buffering",
+            "==",
+            1,
+            t.route_buffering_for,
+            "warning",
+            "{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.route }} buffers engine responses.",
+            "The proxy collects the response before sending it on: a token stream reaches users in bursts, and "
+            "time to first token as users feel it becomes the whole request. Turn buffering off for streaming "
+            "routes (nginx.ingress.kubernetes.io/proxy-buffering: \"off\").",
+        ),
+        Alert(
             "LLMClusterViewStale",
             placement,
             "time() - llm_kubernetes_last_sync_timestamp_seconds",

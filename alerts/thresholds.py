@@ -72,6 +72,10 @@ class Thresholds:
     gpu_lost_for: str = "1m"
     # Placement
     fragmented_for: str = "5m"
+    # Routes: the request-duration p99 against the shortest route timeout in front of the engines
+    route_timeout_fraction: float = 0.8
+    route_timeout_for: str = "15m"
+    route_buffering_for: str = "15m"
     cluster_view_stale_seconds: float = 600
     cluster_view_stale_for: str = "5m"
     # The exporter itself

@@ -98,7 +98,25 @@ class Gpu:
 
 
 @dataclass(frozen=True)
+class Routes:
+    """Cluster role: the timeouts of Ingresses and HTTPRoutes that reach engine Services."""
+
+    enabled: bool = True
+    ingress_default_timeout_seconds: float = 60.0  # ingress-nginx's proxy-read-timeout when unset
+    httproute_default_timeout_seconds: float = 0.0  # implementation-specific when unset; 0: no series
+    annotation_prefix: str = "llm-exporter.io"  # engine pods opt in with <prefix>/scrape: "true"
+
+    def validate(self) -> list[str]:
+        errors = []
+        for name in ("ingress_default_timeout_seconds", "httproute_default_timeout_seconds"):
+            if not 0 <= getattr(self, name) <= 86400:  # also false for NaN
+                errors.append(f"{name}: must be in [0, 86400] (0: no default)")
+        return errors
+
+
+@dataclass(frozen=True)
 class Cluster:
+    routes: Routes = field(default_factory=Routes)
     page_size: int = 500
     max_pending_pods: int = 1000  # bound on llm_pending_pod_gpus_requested series
     resync_seconds: float = 0.0  # 0: rely on watches only

@@ -20,6 +20,9 @@ def build(role: str, config: Config, kubeconfig: str | None) -> CollectorSet:
         from exporter.kube.collector import build_cluster_collectors
 
         collectors += build_cluster_collectors(config.cluster, kubeconfig)
+        from exporter.routes.collector import build_routes_collectors
+
+        collectors += build_routes_collectors(config.cluster.routes, kubeconfig)
     else:
         raise ValueError(f"unknown role {role!r}")
     return CollectorSet(collectors)

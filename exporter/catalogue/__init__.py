@@ -6,10 +6,16 @@ Domain modules (`engine`, `gpu`, `cluster`, `exporter_self`) declare their specs
 
 from __future__ import annotations
 
-from exporter.catalogue import cluster, engine, exporter_self, gpu
+from exporter.catalogue import cluster, engine, exporter_self, gpu, routes
 from exporter.catalogue.spec import MetricSpec, MetricType, Stability
 
-ALL: tuple[MetricSpec, ...] = (*engine.METRICS, *gpu.METRICS, *cluster.METRICS, *exporter_self.METRICS)
+ALL: tuple[MetricSpec, ...] = (
+    *engine.METRICS,
+    *gpu.METRICS,
+    *cluster.METRICS,
+    *routes.METRICS,
+    *exporter_self.METRICS,
+)
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}
 if len(BY_NAME) != len(ALL):  # pragma: no cover - a programming error caught at import
     raise RuntimeError("duplicate metric name in the catalogue")

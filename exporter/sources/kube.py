@@ -36,6 +36,7 @@ empty, synced collection, retried every `optional_retry_seconds`, so readiness d
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
@@ -63,8 +64,17 @@ _LISTERS: dict[str, tuple[str, str, str | None]] = {
     "resourceslices": ("ResourceV1Api", "list_resource_slice", None),
     "resourceclaims": ("ResourceV1Api", "list_resource_claim_for_all_namespaces", "list_namespaced_resource_claim"),
     "deviceclasses": ("ResourceV1Api", "list_device_class", None),
+    "services": ("CoreV1Api", "list_service_for_all_namespaces", "list_namespaced_service"),
+    "configmaps": ("CoreV1Api", "list_config_map_for_all_namespaces", "list_namespaced_config_map"),
+    "ingresses": ("NetworkingV1Api", "list_ingress_for_all_namespaces", "list_namespaced_ingress"),
 }
-RESOURCES = tuple(_LISTERS)
+# custom resources (CRDs that may be absent: use optional=True): resource -> (group, version, plural)
+_CUSTOM: dict[str, tuple[str, str, str]] = {
+    "httproutes": ("gateway.networking.k8s.io", "v1", "httproutes"),
+    "scaledobjects": ("keda.sh", "v1alpha1", "scaledobjects"),
+    "scaledjobs": ("keda.sh", "v1alpha1", "scaledjobs"),
+}
+RESOURCES = (*_LISTERS, *_CUSTOM)
 
 
 class KubeConfigError(Exception):
@@ -123,6 +133,24 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield buffer
 
 
+def _lister(api: Any, resource: str, namespace: str | None) -> Callable[..., Any]:
+    """The client's list function for `resource` (cluster-wide, or in `namespace`)."""
+    if resource in _CUSTOM:
+        group, version, plural = _CUSTOM[resource]
+        custom = client.CustomObjectsApi(api)
+        if namespace is None:
+            return functools.partial(custom.list_cluster_custom_object, group, version, plural)
+        # the namespace is passed as a keyword by the reflector, like for the built-in kinds
+        return functools.partial(custom.list_namespaced_custom_object, group, version, plural=plural)
+    if resource not in _LISTERS:
+        raise ValueError(f"unknown resource {resource!r} (known: {', '.join(RESOURCES)})")
+    api_class, cluster_method, namespaced_method = _LISTERS[resource]
+    if namespace is not None and namespaced_method is None:
+        raise ValueError(f"{resource} is not namespaced")
+    method = cluster_method if namespace is None or namespaced_method is None else namespaced_method
+    return getattr(getattr(client, api_class)(api), method)  # type: ignore[no-any-return]
+
+
 class Reflector(Generic[T]):
     """A list+watch mirror of one resource, reduced by `transform`; see the module docstring."""
 
@@ -145,15 +173,7 @@ class Reflector(Generic[T]):
         optional_retry_seconds: float = 300.0,
         connect_timeout_seconds: float = 10.0,
     ) -> None:
-        if resource not in _LISTERS:
-            raise ValueError(f"unknown resource {resource!r} (known: {', '.join(RESOURCES)})")
-        api_class, cluster_method, namespaced_method = _LISTERS[resource]
-        api_object = getattr(client, api_class)(api)
-        if namespace is not None and namespaced_method is None:
-            raise ValueError(f"{resource} is not namespaced")
-        method = cluster_method if namespace is None or namespaced_method is None else namespaced_method
-        lister = getattr(api_object, method)
-        self._list_fn: Callable[..., Any] = lister
+        self._list_fn: Callable[..., Any] = _lister(api, resource, namespace)
         self._base_kwargs: dict[str, Any] = {"namespace": namespace} if namespace is not None else {}
         if field_selector:
             self._base_kwargs["field_selector"] = field_selector

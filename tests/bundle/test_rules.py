@@ -32,6 +32,8 @@ CONTRACT = [
     "LLMEngineSeriesDropped",
     "LLMEngineUnmappedMetrics",
     "LLMPodPendingWithFreeGPUs",
+    "LLMRouteTimeoutBelowRequestDuration",
+    "LLMRouteBuffering",
     "LLMClusterViewStale",
     "LLMGPUMemoryNearlyFull",
     "LLMGPULost",

@@ -11,8 +11,8 @@ from exporter.sources import kube
 from tests.deploy.manifests import BASE, ROOT, Obj, find, pod_spec, render
 
 # Which packages build each role's collectors (exporter/roles.py).
-ROLE_PACKAGES = {"node": ("exporter/engines", "exporter/gpu"), "cluster": ("exporter/kube",)}
-API_GROUPS = {"CoreV1Api": "", "ResourceV1Api": "resource.k8s.io"}
+ROLE_PACKAGES = {"node": ("exporter/engines", "exporter/gpu"), "cluster": ("exporter/kube", "exporter/routes")}
+API_GROUPS = {"CoreV1Api": "", "ResourceV1Api": "resource.k8s.io", "NetworkingV1Api": "networking.k8s.io"}
 REFLECTOR = re.compile(r"Reflector\(\s*\w+,\s*\"(\w+)\"")
 
 
@@ -22,9 +22,15 @@ def watched(role: str) -> set[tuple[str, str]]:
     for package in ROLE_PACKAGES[role]:
         for path in sorted((ROOT / package).rglob("*.py")):
             for resource in REFLECTOR.findall(path.read_text(encoding="utf-8")):
-                api_class = kube._LISTERS[resource][0]  # the adapter's own resource → API table
-                found.add((API_GROUPS[api_class], resource))
+                found.add((api_group(resource), resource))
     return found
+
+
+def api_group(resource: str) -> str:
+    """The API group of a resource the adapter can watch, from its own tables (built-in or custom)."""
+    if resource in kube._CUSTOM:
+        return kube._CUSTOM[resource][0]
+    return API_GROUPS[kube._LISTERS[resource][0]]
 
 
 def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
@@ -40,7 +46,9 @@ def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
 def test_the_code_scan_finds_the_watches() -> None:
     assert watched("node") == {("", "pods")}
     assert watched("cluster") == {("", "nodes"), ("", "pods"), ("resource.k8s.io", "resourceslices"),
-                                  ("resource.k8s.io", "resourceclaims")}  # fmt: skip
+                                  ("resource.k8s.io", "resourceclaims"), ("", "services"),
+                                  ("networking.k8s.io", "ingresses"),
+                                  ("gateway.networking.k8s.io", "httproutes")}  # fmt: skip
 
 
 def test_no_code_reads_single_objects() -> None:

@@ -1,0 +1,84 @@
+"""The routes collector (cluster role): Ingresses, HTTPRoutes, Services and engine pods, watched.
+
+HTTPRoutes are optional (the Gateway API CRDs may not be installed, or RBAC may not grant them): a 403 or
+404 counts as none. The engine pods are watched with a transform that keeps only opted-in pods' labels,
+so the second pod watch of the cluster role holds a few bytes per engine pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from exporter.catalogue import routes as spec
+from exporter.collect import CollectorUnavailable
+from exporter.config import Routes
+from exporter.exposition import Family
+from exporter.routes import model
+from exporter.sources.kube import KubeConfigError, Reflector, connect
+
+
+def _none_if_zero(seconds: float) -> float | None:
+    return seconds or None
+
+
+def make_reflectors(api: Any, config: Routes) -> dict[str, Reflector[Any]]:
+    ingress_default = _none_if_zero(config.ingress_default_timeout_seconds)
+    route_default = _none_if_zero(config.httproute_default_timeout_seconds)
+    scrape = f"{config.annotation_prefix}/scrape"
+    return {
+        "ingresses": Reflector(api, "ingresses", transform=lambda o: model.ingress_record(o, ingress_default)),
+        "httproutes": Reflector(
+            api, "httproutes", transform=lambda o: model.httproute_record(o, route_default), optional=True
+        ),
+        "services": Reflector(api, "services", transform=model.service_record),
+        "pods": Reflector(api, "pods", transform=lambda o: model.engine_pod_record(o, scrape)),
+    }
+
+
+class RoutesCollector:
+    name = "routes"
+
+    def __init__(self, reflectors: Mapping[str, Reflector[Any]]) -> None:
+        self._reflectors = dict(reflectors)
+
+    def start(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.start()
+
+    def close(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.stop()
+
+    def ready(self) -> bool:
+        return all(r.synced() for r in self._reflectors.values())
+
+    def collect(self) -> Iterable[Family]:
+        waiting = [name for name, r in self._reflectors.items() if not r.synced()]
+        if waiting:
+            raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
+        items = {name: r.items().values() for name, r in self._reflectors.items()}
+        engines = model.engine_services(items["services"], items["pods"])
+        routes = [*items["ingresses"], *items["httproutes"]]
+        return families(model.engine_route_timeouts(routes, engines), model.engine_routes(routes, engines))
+
+
+def families(timeouts: Iterable[model.RouteTimeout], routes: Iterable[model.Route]) -> list[Family]:
+    timeout = Family(spec.ROUTE_TIMEOUT)
+    for t in timeouts:
+        timeout.add((t.namespace, t.name, t.kind, t.source), t.timeout_seconds)
+    buffering = Family(spec.ROUTE_BUFFERING)
+    for r in routes:
+        if r.buffering is not None:
+            buffering.add((r.namespace, r.name, r.kind), 1.0 if r.buffering else 0.0)
+    return [timeout, buffering]
+
+
+def build_routes_collectors(config: Routes, kubeconfig: str | None) -> list[RoutesCollector]:
+    if not config.enabled:
+        return []
+    try:
+        api = connect(kubeconfig)
+    except KubeConfigError:
+        return []  # the cluster collector reports the missing configuration; one failure, said once
+    return [RoutesCollector(make_reflectors(api, config))]
