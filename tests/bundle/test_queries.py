@@ -19,7 +19,9 @@ ROOT = render.ROOT
 DASHBOARDS = sorted((ROOT / "dashboards").glob("*.json"))
 RULE_FILE = ROOT / "alerts/llm-exporter.rules.yaml"
 COMPAT = ROOT / "alerts/vllm-compat.rules.yaml"
-ALLOWED = set(sample_names()) | {"up"}
+# the catalogue, plus the series the bundle's own recording rules define (llm:*)
+RECORDED = {r["record"] for g in yaml.safe_load(RULE_FILE.read_text())["groups"] for r in g["rules"] if "record" in r}
+ALLOWED = set(sample_names()) | RECORDED | {"up"}
 
 
 def bundle_exprs() -> list[tuple[str, str]]:
@@ -54,6 +56,13 @@ def test_queries_only_use_catalogue_metrics(where: str, expr: str) -> None:
     names = metric_names(expr)
     assert names, f"{where}: no metric found in {expr!r}"
     assert names <= ALLOWED, f"{where}: not in the catalogue: {sorted(names - ALLOWED)}"
+
+
+def test_recorded_names_follow_the_recording_rule_convention() -> None:
+    """level:metric:operations — and never a name the exporter itself exposes."""
+    assert RECORDED
+    for name in RECORDED:
+        assert name.startswith("llm:") and name not in sample_names(), name
 
 
 def test_compat_rules_record_catalogue_names_from_vllm_names() -> None:
