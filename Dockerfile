@@ -13,7 +13,7 @@ COPY requirements.lock /tmp/requirements.lock
 # --no-deps: the lock is the whole closure, so nothing unpinned can slip in; pip check proves it is.
 RUN /opt/llm-exporter/bin/pip install --no-deps -r /tmp/requirements.lock
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY exporter ./exporter
 # The build backend pinned too, and no build isolation: an isolated build would fetch whatever
 # setuptools is newest that day.

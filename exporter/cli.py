@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from exporter import __version__, config, logs
 
@@ -120,15 +121,37 @@ HELP = {
 }
 
 
+SOURCE_ONLY = {"render": "exporter.bundle.render", "demo": "exporter.demo"}  # not in the wheel (setup.py)
+
+
+def _source_only(command: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        print(
+            f"llm-exporter {command}: a tool of the source checkout, not part of the installed exporter; "
+            f"run it from a clone of the repository (`python -m exporter {command}`)",
+            file=sys.stderr,
+        )
+        return 2
+
+    return run
+
+
 def _add_tool(sub: argparse._SubParsersAction[argparse.ArgumentParser], command: str) -> None:
     """The arguments of a tooling command: its module is imported only when that command runs."""
     p = sub.add_parser(command, help=HELP[command])
-    if command in ("render", "check"):
-        from exporter.bundle import check, render
+    if command in SOURCE_ONLY and importlib.util.find_spec(SOURCE_ONLY[command]) is None:
+        p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.set_defaults(func=_source_only(command))
+    elif command == "render":
+        from exporter.bundle import render
 
-        tool = render if command == "render" else check
-        tool.add_arguments(p)
-        p.set_defaults(func=tool.run)
+        render.add_arguments(p)
+        p.set_defaults(func=render.run)
+    elif command == "check":
+        from exporter.bundle import check
+
+        check.add_arguments(p)
+        p.set_defaults(func=check.run)
     elif command == "mappings":
         p.add_argument("--version", help="only this vLLM release (e.g. 0.9.2)")
         p.add_argument("--markdown", action="store_true", help="a Markdown table")

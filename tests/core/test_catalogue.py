@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from exporter import docs
+from exporter.bundle import docs
 from exporter.catalogue import ALL, MetricType
 from exporter.engines import releases
 
@@ -36,7 +36,7 @@ def test_design_contract_names_exist() -> None:
 
 
 def test_metric_docs_match_the_catalogue() -> None:
-    assert docs.main([]) == 0, "docs/metrics.md drifted: python -m exporter.docs --write"
+    assert docs.main([]) == 0, "docs/metrics.md drifted: python -m exporter.bundle.docs --write"
 
 
 def test_release_table_matches_its_source() -> None:

@@ -1,4 +1,4 @@
-"""Generate `docs/metrics.md` from the catalogue (`python -m exporter.docs --write`; a test fails on drift)."""
+"""Generate `docs/metrics.md` from the catalogue (`python -m exporter.bundle.docs --write`; a test fails on drift)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from exporter.catalogue import ALL
 from exporter.engines.table import render_table
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+OUT = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 SECTIONS = {
     "engine": "Engine (node role)",
     "gpu": "GPU (node role)",
@@ -22,7 +22,7 @@ def render() -> str:
     lines = [
         "# Metric reference",
         "",
-        "Generated from `exporter/catalogue/` by `python -m exporter.docs --write`; do not edit by hand.",
+        "Generated from `exporter/catalogue/` by `python -m exporter.bundle.docs --write`; do not edit by hand.",
         "Stable names are a contract: a rename keeps the old name for one minor release, marked DEPRECATED.",
         "",
     ]
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         OUT.write_text(text)
         return 0
     if not OUT.exists() or OUT.read_text() != text:
-        print(f"{OUT} is out of date: run python -m exporter.docs --write", file=sys.stderr)
+        print(f"{OUT} is out of date: run python -m exporter.bundle.docs --write", file=sys.stderr)
         return 1
     return 0
 
