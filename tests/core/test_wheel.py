@@ -67,7 +67,7 @@ def test_the_wheel_holds_the_runtime_and_not_the_tooling(wheel: Path) -> None:
 
 
 def run(bin_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = [bin_dir / "llm-exporter", *args]
+    command = [str(bin_dir / "llm-exporter"), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=cwd, check=False)
 
 
