@@ -1,7 +1,7 @@
 """THE metric catalogue: every metric the exporter emits, in one place.
 
 Domain modules (`engine`, `gpu`, `cluster`, `exporter_self`) declare their specs; this package joins them.
-`docs/metrics.md` is generated from `ALL` (see `exporter.docs`).
+`docs/metrics.md` is generated from `ALL` (see `exporter.bundle.docs`).
 """
 
 from __future__ import annotations
