@@ -21,6 +21,7 @@ EXPECTED = {
     "deploy/base/generated/dashboard-configmap.yaml",
     "charts/llm-inference-exporter/files/llm-exporter.rules.yaml",
     "charts/llm-inference-exporter/files/dashboards/llm-inference-overview.json",
+    "charts/llm-inference-exporter/files/rbac-rules.yaml",
 }
 
 

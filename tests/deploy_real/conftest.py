@@ -10,7 +10,8 @@ from tests.deploy.manifests import ROOT
 from tests.deploy_real.apiserver import APIServer, control_plane
 from tests.kube.waiting import eventually
 
-CRDS = ROOT / "tests" / "fixtures" / "crds"
+# the published CRDs of the kinds the manifests create or the cluster role watches
+CRDS = (ROOT / "tests" / "fixtures" / "crds", ROOT / "tests" / "fixtures" / "gateway-api")
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +22,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[APIServer]:
 
 @pytest.fixture(scope="module")
 def crds(api: APIServer) -> APIServer:
-    """The control plane with the published Prometheus Operator and KEDA CRDs installed and served."""
-    api.kubectl("apply", "--server-side", "-f", str(CRDS))
+    """The control plane with the published Prometheus Operator, KEDA and Gateway API CRDs served."""
+    for folder in CRDS:
+        api.kubectl("apply", "--server-side", "-f", str(folder))  # the .yaml files; READMEs are skipped
     # `kubectl wait` errors on a CRD whose status has no conditions yet, which a fresh one may lack
     eventually(
         lambda: api.kubectl("wait", "--for=condition=Established", "crd", "--all", check=False).returncode == 0,
