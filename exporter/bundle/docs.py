@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
-from exporter.catalogue import ALL
+from exporter import __version__
+from exporter.catalogue import ALL, MetricSpec, renames
 from exporter.engines.table import render_table
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -16,6 +18,12 @@ SECTIONS = {
     "cluster": "Cluster (cluster role)",
     "exporter": "Exporter",
 }
+
+
+def served(specs: Iterable[MetricSpec], renamed: tuple[renames.Rename, ...], version: str) -> list[MetricSpec]:
+    """`specs`, each followed by its old name while `version` still serves it (marked deprecated)."""
+    old = {r.new.name: r.deprecated_spec() for r in renames.active(renamed, version)}
+    return [s for spec in specs for s in (spec, old.get(spec.name)) if s is not None]
 
 
 def render() -> str:
@@ -33,7 +41,7 @@ def render() -> str:
             "| metric | type | unit | labels | stability | help |",
             "|---|---|---|---|---|---|",
         ]
-        for spec in (s for s in ALL if s.subsystem == subsystem):
+        for spec in (s for s in served(ALL, renames.RENAMES, __version__) if s.subsystem == subsystem):
             labels = ", ".join(f"`{label}`" for label in spec.labels) or "—"
             help_text = spec.help.replace("|", "\\|") + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
             lines.append(

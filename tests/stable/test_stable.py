@@ -157,3 +157,12 @@ def test_the_exporter_serves_the_old_name_for_one_minor_release_then_drops_it(mo
 def test_with_old_names_leaves_families_alone_without_renames() -> None:
     family = Family(engine.ENGINE_UP)
     assert deprecations.with_old_names([family], "0.2.0", ()) == [family]
+
+
+def test_the_metric_reference_lists_the_old_name_during_its_grace_release() -> None:
+    from exporter.bundle import docs
+
+    names = [s.name for s in docs.served(RENAMED, (RENAME,), "0.2.0")]
+    assert names[names.index("llm_requests_queued") + 1] == "llm_requests_waiting"
+    assert docs.served(RENAMED, (RENAME,), "0.2.0")[names.index("llm_requests_waiting")].deprecated
+    assert "llm_requests_waiting" not in [s.name for s in docs.served(RENAMED, (RENAME,), "0.3.0")]
