@@ -59,10 +59,18 @@ def test_httproute_the_shorter_of_request_and_backend_request_cuts_first() -> No
         httproute(
             "chat",
             [
-                {"backendRefs": [{"name": "vllm", "port": 8000}], "timeouts": {"request": "300s", "backendRequest": "2m"}},
+                {
+                    "backendRefs": [{"name": "vllm", "port": 8000}],
+                    "timeouts": {"request": "300s", "backendRequest": "2m"},
+                },
                 {"backendRefs": [{"name": "web"}], "timeouts": {"request": "0s"}},  # 0s: disabled
                 {"backendRefs": [{"name": "other"}]},  # unset: the configured default
-                {"backendRefs": [{"name": "x", "namespace": "elsewhere"}, {"name": "b", "kind": "Bucket", "group": "s3"}]},
+                {
+                    "backendRefs": [
+                        {"name": "x", "namespace": "elsewhere"},
+                        {"name": "b", "kind": "Bucket", "group": "s3"},
+                    ]
+                },
             ],
         ),
         None,
