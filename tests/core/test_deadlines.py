@@ -184,3 +184,28 @@ def test_a_slow_pod_resources_socket_never_stalls_a_scrape(slow_kubelet: SlowKub
 )
 def test_the_budget_read_from_prometheus_scrape_timeout(header: str | None, budget: float | None) -> None:
     assert server.scrape_budget(header) == budget
+
+
+class Slow:
+    """Answers after `seconds`; declares its own deadline."""
+
+    def __init__(self, name: str, seconds: float, deadline_seconds: float | None = None) -> None:
+        self.name = name
+        self.seconds = seconds
+        if deadline_seconds is not None:
+            self.deadline_seconds = deadline_seconds
+
+    def collect(self) -> list[Family]:
+        time.sleep(self.seconds)
+        return []
+
+
+def test_a_collector_s_own_deadline_applies_inside_the_budget() -> None:
+    collectors = CollectorSet([Slow("tight", 0.5, deadline_seconds=0.1), Slow("loose", 0.5), Answering()])
+    start = time.monotonic()
+    text = render(collectors.collect(2.0))
+    assert time.monotonic() - start < 1.5  # concurrently: not 0.1 + 0.5
+    assert 'llm_exporter_collector_timeouts_total{collector="tight"} 1' in text
+    assert 'llm_exporter_collector_success{collector="loose"} 1' in text
+    text = render(collectors.collect(0.1))  # and the budget caps a longer own deadline
+    assert 'llm_exporter_collector_success{collector="loose"} 0' in text
