@@ -1,4 +1,6 @@
-"""One real control plane per test module (starting it takes a few seconds; the tests add objects only)."""
+"""One real control plane (tests/kubecluster.py) for the tests of this package, of their own: they apply
+the shipped manifests into llm-exporter and add cluster-scoped objects (CRDs, ClusterRoles, a node), which
+the session's shared cluster should not see."""
 
 from __future__ import annotations
 
@@ -7,28 +9,31 @@ from collections.abc import Iterator
 import pytest
 
 from tests.deploy.manifests import ROOT
-from tests.deploy_real.apiserver import APIServer, control_plane
-from tests.kube.waiting import eventually
+from tests.kubecluster import Cluster, start_cluster, wait_for
 
 # the published CRDs of the kinds the manifests create or the cluster role watches
 CRDS = (ROOT / "tests" / "fixtures" / "crds", ROOT / "tests" / "fixtures" / "gateway-api")
 
 
-@pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[APIServer]:
-    with control_plane(tmp_path_factory.mktemp("control-plane")) as server:
-        yield server
+@pytest.fixture(scope="package")
+def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    with start_cluster(tmp_path_factory.mktemp("control-plane")) as cluster:
+        failed_before = request.session.testsfailed
+        yield cluster
+        if request.session.testsfailed > failed_before:
+            print(f"\ncontrol plane logs:\n{cluster.logs()}")
 
 
-@pytest.fixture(scope="module")
-def crds(api: APIServer) -> APIServer:
+@pytest.fixture(scope="package")
+def crds(api: Cluster) -> Cluster:
     """The control plane with the published Prometheus Operator, KEDA and Gateway API CRDs served."""
     for folder in CRDS:
         api.kubectl("apply", "--server-side", "-f", str(folder))  # the .yaml files; READMEs are skipped
     # `kubectl wait` errors on a CRD whose status has no conditions yet, which a fresh one may lack
-    eventually(
+    wait_for(
         lambda: api.kubectl("wait", "--for=condition=Established", "crd", "--all", check=False).returncode == 0,
-        timeout=60,
+        60,
+        "CRDs established",
         interval=0.5,
     )
     return api

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from tests.deploy_real.apiserver import APIServer
+from tests.kubecluster import Cluster
 
 
-def ensure(api: APIServer, kind: str, name: str, namespace: str | None = None) -> None:
+def ensure(api: Cluster, kind: str, name: str, namespace: str | None = None) -> None:
     """A Namespace or ServiceAccount that exists afterwards, whichever test made it first."""
     meta = {"name": name, **({"namespace": namespace} if namespace else {})}
     api.kubectl(

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.deploy_real.apiserver import APIServer
+from tests.kubecluster import Cluster
 
 # (apiGroup, resource or resource/subresource, verb)
 Access = tuple[str, str, str]
 
 
-def discovered(api: APIServer) -> list[tuple[str, str, bool, list[str]]]:
+def discovered(api: Cluster) -> list[tuple[str, str, bool, list[str]]]:
     """(group, resource, namespaced, verbs) of every resource the server serves, preferred versions."""
     versions = [("", "v1")]
     _, groups = api.request("GET", "/apis")
@@ -25,7 +25,7 @@ def discovered(api: APIServer) -> list[tuple[str, str, bool, list[str]]]:
     return out
 
 
-def allowed(api: APIServer, user: str, namespace: str) -> set[Access]:
+def allowed(api: Cluster, user: str, namespace: str) -> set[Access]:
     """Every (group, resource, verb) the authorizer allows `user` in `namespace` ("" = cluster scope)."""
     groups = ["system:authenticated"]
     if user.startswith("system:serviceaccount:"):

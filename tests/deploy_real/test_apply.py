@@ -13,13 +13,13 @@ import yaml
 
 from tests.deploy.helm import CHART, helm, template
 from tests.deploy.manifests import DEPLOY, OVERLAYS, Obj, find, render
-from tests.deploy_real.apiserver import APIServer
 from tests.deploy_real.helpers import ensure
+from tests.kubecluster import Cluster
 
 KEDA_EXAMPLE = DEPLOY / "examples" / "keda-scaledobject.yaml"
 
 
-def test_the_published_crds_serve_the_kinds_the_manifests_use(crds: APIServer) -> None:
+def test_the_published_crds_serve_the_kinds_the_manifests_use(crds: Cluster) -> None:
     kinds = crds.kubectl("api-resources", "--api-group=monitoring.coreos.com", "-o", "name").stdout.split()
     kinds += crds.kubectl("api-resources", "--api-group=keda.sh", "-o", "name").stdout.split()
     assert set(kinds) >= {
@@ -33,7 +33,7 @@ def test_the_published_crds_serve_the_kinds_the_manifests_use(crds: APIServer) -
 
 
 @pytest.mark.parametrize("overlay", sorted(OVERLAYS))
-def test_the_overlay_applies_server_side(crds: APIServer, overlay: str) -> None:
+def test_the_overlay_applies_server_side(crds: Cluster, overlay: str) -> None:
     result = crds.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(OVERLAYS[overlay]))
     applied = result.stdout
     for obj in render(OVERLAYS[overlay]):
@@ -46,14 +46,14 @@ def test_the_overlay_applies_server_side(crds: APIServer, overlay: str) -> None:
             assert stored["spec"] == obj["spec"], f"{name} changed on the server"
 
 
-def test_the_keda_example_applies_server_side(crds: APIServer) -> None:
+def test_the_keda_example_applies_server_side(crds: Cluster) -> None:
     namespace = yaml.safe_load(KEDA_EXAMPLE.read_text())["metadata"]["namespace"]
     ensure(crds, "Namespace", namespace)
     result = crds.kubectl("apply", "--server-side", "-f", str(KEDA_EXAMPLE))
     assert "scaledobject.keda.sh/vllm-llama serverside-applied" in result.stdout
 
 
-def test_a_misspelt_field_is_rejected(crds: APIServer, tmp_path: Path) -> None:
+def test_a_misspelt_field_is_rejected(crds: Cluster, tmp_path: Path) -> None:
     monitor = find(render(OVERLAYS["kube-prometheus-stack"]), "PodMonitor", "llm-exporter-node")
     monitor["spec"]["podMetricsEndpoints"][0]["honorlabels"] = True
     path = tmp_path / "podmonitor.yaml"
@@ -62,7 +62,7 @@ def test_a_misspelt_field_is_rejected(crds: APIServer, tmp_path: Path) -> None:
     assert result.returncode != 0 and "honorlabels" in result.stderr, result.stdout + result.stderr
 
 
-def helm_admin(api: APIServer, *args: str) -> str:
+def helm_admin(api: Cluster, *args: str) -> str:
     """helm as the cluster admin, its cache, config and data in the test's folder; stdout, or a failure."""
     homes = {f"HELM_{kind}_HOME": str(api.workdir / "helm" / kind.lower()) for kind in ("CACHE", "CONFIG", "DATA")}
     result = helm(*args, "--kubeconfig", str(api.admin_kubeconfig), env={**os.environ, **homes})
@@ -71,7 +71,7 @@ def helm_admin(api: APIServer, *args: str) -> str:
 
 
 @pytest.mark.parametrize("values", ["default", "custom", "plain-prometheus", "kube-prometheus-stack"])
-def test_helm_install_dry_run_server(crds: APIServer, values: str) -> None:
+def test_helm_install_dry_run_server(crds: Cluster, values: str) -> None:
     """In a namespace and under a name of its own, so nothing the overlays applied is in the way."""
     namespace = f"helm-{values}"
     args = ["install", f"lie-{values}", str(CHART), "--namespace", namespace, "--dry-run=server"]
@@ -85,7 +85,7 @@ def test_helm_install_dry_run_server(crds: APIServer, values: str) -> None:
     assert {o["kind"] for o in manifest} >= {"DaemonSet", "ClusterRole"}
 
 
-def test_helm_installs_upgrades_and_uninstalls(crds: APIServer) -> None:
+def test_helm_installs_upgrades_and_uninstalls(crds: Cluster) -> None:
     """For real: the objects exist afterwards, a config change rolls the pod template, uninstall removes all."""
     namespace, release = "helm-real", "lie-real"
     ensure(crds, "Namespace", namespace)

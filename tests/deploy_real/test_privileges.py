@@ -21,10 +21,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from exporter.demo.vllm_env import free_port
 from tests.deploy.manifests import BASE, OVERLAYS, ROOT, find, mounted_config, render
 from tests.deploy.test_rbac import watched
-from tests.deploy_real.apiserver import APIServer
 from tests.deploy_real.helpers import ensure
 from tests.deploy_real.privileges import allowed, discovered
 from tests.kube.waiting import eventually
+from tests.kubecluster import Cluster
 
 NAMESPACE = "llm-exporter"
 ROLES = {"node": ("DaemonSet", "llm-exporter-node"), "cluster": ("Deployment", "llm-exporter-cluster")}
@@ -33,7 +33,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest.fixture(scope="module")
-def installed(crds: APIServer) -> APIServer:
+def installed(crds: Cluster) -> Cluster:
     crds.kubectl("apply", "--server-side", "-k", str(OVERLAYS["kube-prometheus-stack"]))
     ensure(crds, "ServiceAccount", "no-bindings", NAMESPACE)  # the baseline
     return crds
@@ -46,7 +46,7 @@ def sa_user(name: str) -> str:
 @pytest.mark.parametrize("role", sorted(ROLES))
 @pytest.mark.parametrize("namespace", ["", NAMESPACE, "kube-system"])
 def test_the_authorizer_grants_exactly_list_and_watch_of_what_the_code_watches(
-    installed: APIServer, role: str, namespace: str
+    installed: Cluster, role: str, namespace: str
 ) -> None:
     baseline = allowed(installed, sa_user("no-bindings"), namespace)  # discovery, self-reviews: every account
     granted = allowed(installed, sa_user(f"llm-exporter-{role}"), namespace) - baseline
@@ -60,14 +60,14 @@ def test_the_authorizer_grants_exactly_list_and_watch_of_what_the_code_watches(
     assert granted == expected
 
 
-def test_the_review_answers_both_ways(installed: APIServer) -> None:
+def test_the_review_answers_both_ways(installed: Cluster) -> None:
     """The baseline account is allowed what every authenticated user is, and no more."""
     baseline = allowed(installed, sa_user("no-bindings"), "")
     assert ("authorization.k8s.io", "selfsubjectaccessreviews", "create") in baseline
     assert ("", "nodes", "list") not in baseline
 
 
-def test_real_requests_with_the_issued_token(installed: APIServer) -> None:
+def test_real_requests_with_the_issued_token(installed: Cluster) -> None:
     token = installed.service_account_token(NAMESPACE, "llm-exporter-cluster")
     ok = ["/api/v1/nodes", "/api/v1/pods", "/apis/resource.k8s.io/v1/resourceslices",
           "/apis/resource.k8s.io/v1/resourceclaims", "/api/v1/pods?watch=1&timeoutSeconds=1"]  # fmt: skip
@@ -114,7 +114,7 @@ def engine() -> Iterator[int]:
         server.server_close()
 
 
-def add_objects(api: APIServer, engine_port: int) -> None:
+def add_objects(api: Cluster, engine_port: int) -> None:
     """A GPU node with a DRA slice and an opted-in engine pod on it, as the admin."""
     manifests = f"""
 apiVersion: v1
@@ -155,7 +155,7 @@ spec:
 
 
 @contextmanager
-def exporter(api: APIServer, role: str, tmp: Path) -> Iterator[str]:
+def exporter(api: Cluster, role: str, tmp: Path) -> Iterator[str]:
     """`llm-exporter serve` as the shipped workload runs it, with its ServiceAccount's token and config."""
     objs = render(BASE)
     workload = find(objs, *ROLES[role])
@@ -191,7 +191,7 @@ def scrape(url: str) -> Samples:
     }
 
 
-def test_the_exporter_runs_on_the_service_account_tokens(installed: APIServer, tmp_path: Path) -> None:
+def test_the_exporter_runs_on_the_service_account_tokens(installed: Cluster, tmp_path: Path) -> None:
     with engine() as engine_port:
         add_objects(installed, engine_port)
         with exporter(installed, "cluster", tmp_path) as cluster, exporter(installed, "node", tmp_path) as node:
