@@ -3,7 +3,7 @@
 Our own small writers instead of prometheus_client's registry: families are built fresh per scrape from
 catalogue specs, and engine series arrive with their label block already rendered, which keeps the
 re-export path allocation-light (docs/performance.md compares the two). Which one a scrape gets is
-negotiated from its `Accept` header, as prometheus_client does it.
+negotiated from its `Accept` header (exporter/negotiation.py).
 """
 
 from __future__ import annotations
@@ -76,29 +76,6 @@ def render(families: Iterable[Family]) -> str:
         name = spec.name
         out.extend(f"{name}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
     return "".join(out)
-
-
-def wants_openmetrics(accept: str | None) -> bool:
-    """True when `accept` asks for OpenMetrics (any version up to 1.x, or none) with a non-zero weight.
-
-    Prometheus 3 asks for OpenMetrics first by default; every other client gets the text format.
-    """
-    for entry in (accept or "").split(","):
-        media, *params = (part.strip() for part in entry.split(";"))
-        if media.lower() != "application/openmetrics-text":
-            continue
-        options = dict(p.partition("=")[::2] for p in params)
-        if _weight(options.get("q", "1")) > 0 and options.get("version", "1.0.0").split(".")[0] in ("0", "1"):
-            return True
-    return False
-
-
-def _weight(q: str) -> float:
-    try:
-        weight = float(q)
-    except ValueError:
-        return 0.0
-    return weight if math.isfinite(weight) else 0.0
 
 
 def render_openmetrics(families: Iterable[Family]) -> str:

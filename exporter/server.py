@@ -18,7 +18,6 @@ import binascii
 import contextlib
 import gzip
 import logging
-import math
 import platform
 import socket
 import ssl
@@ -40,8 +39,8 @@ from exporter.exposition import (
     Family,
     render,
     render_openmetrics,
-    wants_openmetrics,
 )
+from exporter.negotiation import SCRAPE_TIMEOUT_HEADER, accepts_gzip, scrape_budget, wants_openmetrics
 from exporter.webconfig import BasicAuth, TlsContexts, WebConfig
 
 log = logging.getLogger(__name__)
@@ -50,10 +49,7 @@ MAX_CONNECTIONS = 64  # Prometheus holds one keep-alive connection per scraper; 
 IDLE_TIMEOUT_SECONDS = 60.0  # a connection silent this long is closed (also bounds a stalled handshake)
 DEFAULT_TELEMETRY_PATH = "/metrics"
 UNAUTHENTICATED_PATHS = frozenset({"/healthz", "/readyz"})
-SCRAPE_TIMEOUT_HEADER = "X-Prometheus-Scrape-Timeout-Seconds"
 GZIP_LEVEL = 1  # the fastest level: most of the gain on repetitive exposition text for a fraction of the CPU
-SEND_MARGIN_SECONDS = 0.5  # of the scraper's timeout, kept for rendering and sending the body
-MIN_BUDGET_SECONDS = 0.05
 REJECT_REASONS = ("connection_limit", "unauthorized", "tls_handshake")
 
 LANDING = """<html><head><title>llm-exporter</title></head><body>
@@ -244,31 +240,6 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         log.debug("%s %s", self.address_string(), format % args)
-
-
-def accepts_gzip(header: str | None) -> bool:
-    """True when an `Accept-Encoding` header lists gzip (or *) with a non-zero weight."""
-    for entry in (header or "").split(","):
-        coding, _, params = entry.partition(";")
-        if coding.strip().lower() in ("gzip", "x-gzip", "*"):
-            q = params.strip().removeprefix("q=") if params.strip().startswith("q=") else "1"
-            try:
-                return float(q) > 0
-            except ValueError:
-                return False
-    return False
-
-
-def scrape_budget(header: str | None) -> float | None:
-    """The collectors' budget for a scrape whose client waits `header` seconds (Prometheus sends its
-    scrape_timeout): that, less a margin to render and send; None when absent or unreadable."""
-    try:
-        timeout = float(header) if header else math.nan
-    except ValueError:
-        return None
-    if not math.isfinite(timeout) or timeout <= 0:
-        return None
-    return max(MIN_BUDGET_SECONDS, timeout - min(SEND_MARGIN_SECONDS, timeout / 4))
 
 
 def check_telemetry_path(path: str) -> None:

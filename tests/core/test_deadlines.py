@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from exporter import server
+from exporter import negotiation
 from exporter.catalogue import engine
 from exporter.collect import CollectorSet
 from exporter.config import Engines, Target
@@ -120,7 +120,7 @@ def test_a_blocking_nvml_call(tmp_path: Path) -> None:
 
 def get_metrics(port: int, scrape_timeout: str) -> tuple[str, float]:
     request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/metrics", headers={server.SCRAPE_TIMEOUT_HEADER: scrape_timeout}
+        f"http://127.0.0.1:{port}/metrics", headers={negotiation.SCRAPE_TIMEOUT_HEADER: scrape_timeout}
     )
     start = time.monotonic()
     with urllib.request.urlopen(request, timeout=20) as response:
@@ -183,7 +183,7 @@ def test_a_slow_pod_resources_socket_never_stalls_a_scrape(slow_kubelet: SlowKub
     [(None, None), ("", None), ("ten", None), ("nan", None), ("-1", None), ("10", 9.5), ("1", 0.75), ("0.01", 0.05)],
 )
 def test_the_budget_read_from_prometheus_scrape_timeout(header: str | None, budget: float | None) -> None:
-    assert server.scrape_budget(header) == budget
+    assert negotiation.scrape_budget(header) == budget
 
 
 class Slow:

@@ -19,11 +19,11 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as _parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from exporter import server
 from exporter.collect import CollectorSet
 from exporter.config import Engines, Target
 from exporter.engines.collector import EngineCollector
-from exporter.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE, wants_openmetrics
+from exporter.exposition import CONTENT_TYPE, OPENMETRICS_CONTENT_TYPE
+from exporter.negotiation import accepts_gzip, wants_openmetrics
 from tests.bundle.servers import prometheus, query, static_job, wait_for
 from tests.core.serving import serving
 from tests.engines.engine_servers import engine_server, recorded
@@ -130,7 +130,7 @@ def test_accept_negotiation(accept: str | None, expected: bool) -> None:
      ("identity", False), ("*", True), ("GZIP", True), ("gzip;q=x", False)],
 )  # fmt: skip
 def test_accept_encoding(header: str | None, expected: bool) -> None:
-    assert server.accepts_gzip(header) is expected
+    assert accepts_gzip(header) is expected
 
 
 def test_a_real_prometheus_scrapes_openmetrics_with_gzip(exporter_port: int, tmp_path: Path) -> None:
