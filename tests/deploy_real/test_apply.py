@@ -14,7 +14,7 @@ import yaml
 from tests.deploy.helm import CHART, helm, template
 from tests.deploy.manifests import DEPLOY, OVERLAYS, Obj, find, render
 from tests.deploy_real.helpers import ensure
-from tests.kubecluster import Cluster
+from tests.kubecluster import Cluster, wait_for
 
 KEDA_EXAMPLE = DEPLOY / "examples" / "keda-scaledobject.yaml"
 
@@ -112,3 +112,30 @@ def test_helm_installs_upgrades_and_uninstalls(crds: Cluster) -> None:
     assert checksum() != before
     helm_admin(crds, "uninstall", release, "--namespace", namespace, "--wait")
     assert stored(kinds + ",clusterrole,clusterrolebinding") == []
+
+
+def test_the_shipped_workloads_are_admitted_and_run(crds: Cluster) -> None:
+    """Past admission (Pod Security of the namespace, RuntimeClass) and the real scheduler: the node pod runs
+    on the GPU node despite its taint, the cluster pod on the other one (kwok plays the kubelets)."""
+    crds.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(OVERLAYS["kube-prometheus-stack"]))
+    # what the GPU Operator installs; the DaemonSet's runtimeClassName is rejected without it
+    crds.apply(
+        {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"}, "handler": "nvidia"}
+    )
+    gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    crds.add_node("kwok-gpu-0", capacity={"nvidia.com/gpu": "8"}, labels={"nvidia.com/gpu.present": "true"},
+                  taints=[gpu_taint])  # fmt: skip
+    crds.add_node("kwok-cpu-0")
+
+    def running() -> dict[str, str]:
+        out = crds.kubectl("get", "pods", "-n", "llm-exporter", "-o", "json").stdout
+        pods = json.loads(out)["items"]
+        placed = {
+            p["metadata"]["labels"]["app.kubernetes.io/component"]: p["spec"].get("nodeName", "")
+            for p in pods
+            if p["status"].get("phase") == "Running"
+        }
+        return placed if len(placed) == 2 else {}
+
+    placed = wait_for(running, 120, "both exporter pods Running")
+    assert placed == {"node": "kwok-gpu-0", "cluster": "kwok-cpu-0"}
