@@ -12,6 +12,7 @@ label: `node` on the GPU series comes from the exporter. Rules are rendered from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -168,8 +169,16 @@ def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
     # the node filter set to the node the exporter runs on: GPU series carry `node` from $NODE_NAME
     queries = file_queries(render.ROOT / "dashboards/overview.json", {"node": "gpu-0"})
     assert len(queries) > 30
-    results = [checker.check(q) for q in queries]
-    assert [(r.query.where, r.reasons) for r in results if r.status != "ok"] == []
+    failing: list[tuple[str, list[str]]] = []
+
+    def all_ok() -> bool:
+        # recording rules over rates need a few evaluations after the first scrapes
+        failing[:] = [(r.query.where, r.reasons) for r in map(checker.check, queries) if r.status != "ok"]
+        return not failing
+
+    with contextlib.suppress(AssertionError):
+        wait_for(all_ok, 30, "every dashboard query")
+    assert failing == []
     # and the filter filters: another node (GPUs free in the cluster view, no exporter) shows none of gpu-0's GPUs
     other = file_queries(render.ROOT / "dashboards/overview.json", {"node": "gpu-1"})
     gpu_panels = [q for q in other if "llm_gpu_" in q.expr and 'node=~"gpu-1"' in q.expr]
