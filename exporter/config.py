@@ -104,7 +104,6 @@ class Routes:
     enabled: bool = True
     ingress_default_timeout_seconds: float = 60.0  # ingress-nginx's proxy-read-timeout when unset
     httproute_default_timeout_seconds: float = 0.0  # implementation-specific when unset; 0: no series
-    annotation_prefix: str = "llm-exporter.io"  # engine pods opt in with <prefix>/scrape: "true"
 
     def validate(self) -> list[str]:
         errors = []
@@ -115,8 +114,20 @@ class Routes:
 
 
 @dataclass(frozen=True)
+class Replicas:
+    """Cluster role: how long engine replicas take to start (llm_replica_startup_seconds)."""
+
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class Cluster:
+    # Engine pods, for routes and replica start-up: opted in with <prefix>/scrape: "true" (as for the node
+    # role's discovery), or, when set, selected by this label selector (filtered by the API server: cheaper)
+    engine_annotation_prefix: str = "llm-exporter.io"
+    engine_label_selector: str = ""
     routes: Routes = field(default_factory=Routes)
+    replicas: Replicas = field(default_factory=Replicas)
     page_size: int = 500
     max_pending_pods: int = 1000  # bound on llm_pending_pod_gpus_requested series
     resync_seconds: float = 0.0  # 0: rely on watches only

@@ -22,7 +22,10 @@ def build(role: str, config: Config, kubeconfig: str | None) -> CollectorSet:
         collectors += build_cluster_collectors(config.cluster, kubeconfig)
         from exporter.routes.collector import build_routes_collectors
 
-        collectors += build_routes_collectors(config.cluster.routes, kubeconfig)
+        collectors += build_routes_collectors(config.cluster, kubeconfig)
+        from exporter.replicas.collector import build_replica_collectors
+
+        collectors += build_replica_collectors(config.cluster, kubeconfig)
     else:
         raise ValueError(f"unknown role {role!r}")
     return CollectorSet(collectors)

@@ -6,7 +6,7 @@ Domain modules (`engine`, `gpu`, `cluster`, `exporter_self`) declare their specs
 
 from __future__ import annotations
 
-from exporter.catalogue import cluster, engine, exporter_self, gpu, routes
+from exporter.catalogue import cluster, engine, exporter_self, gpu, replicas, routes
 from exporter.catalogue.spec import MetricSpec, MetricType, Stability
 
 ALL: tuple[MetricSpec, ...] = (
@@ -14,6 +14,7 @@ ALL: tuple[MetricSpec, ...] = (
     *gpu.METRICS,
     *cluster.METRICS,
     *routes.METRICS,
+    *replicas.METRICS,
     *exporter_self.METRICS,
 )
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}

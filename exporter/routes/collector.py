@@ -12,7 +12,7 @@ from typing import Any
 
 from exporter.catalogue import routes as spec
 from exporter.collect import CollectorUnavailable
-from exporter.config import Routes
+from exporter.config import Cluster, Routes
 from exporter.exposition import Family
 from exporter.routes import model
 from exporter.sources.kube import KubeConfigError, Reflector, connect
@@ -22,17 +22,22 @@ def _none_if_zero(seconds: float) -> float | None:
     return seconds or None
 
 
-def make_reflectors(api: Any, config: Routes) -> dict[str, Reflector[Any]]:
+def make_reflectors(api: Any, config: Routes, prefix: str, label_selector: str) -> dict[str, Reflector[Any]]:
     ingress_default = _none_if_zero(config.ingress_default_timeout_seconds)
     route_default = _none_if_zero(config.httproute_default_timeout_seconds)
-    scrape = f"{config.annotation_prefix}/scrape"
+    scrape = "" if label_selector else f"{prefix}/scrape"
     return {
         "ingresses": Reflector(api, "ingresses", transform=lambda o: model.ingress_record(o, ingress_default)),
         "httproutes": Reflector(
             api, "httproutes", transform=lambda o: model.httproute_record(o, route_default), optional=True
         ),
         "services": Reflector(api, "services", transform=model.service_record),
-        "pods": Reflector(api, "pods", transform=lambda o: model.engine_pod_record(o, scrape)),
+        "pods": Reflector(
+            api,
+            "pods",
+            transform=lambda o: model.engine_pod_record(o, scrape),
+            label_selector=label_selector or None,
+        ),
     }
 
 
@@ -74,11 +79,12 @@ def families(timeouts: Iterable[model.RouteTimeout], routes: Iterable[model.Rout
     return [timeout, buffering]
 
 
-def build_routes_collectors(config: Routes, kubeconfig: str | None) -> list[RoutesCollector]:
-    if not config.enabled:
+def build_routes_collectors(config: Cluster, kubeconfig: str | None) -> list[RoutesCollector]:
+    if not config.routes.enabled:
         return []
     try:
         api = connect(kubeconfig)
     except KubeConfigError:
         return []  # the cluster collector reports the missing configuration; one failure, said once
-    return [RoutesCollector(make_reflectors(api, config))]
+    prefix, selector = config.engine_annotation_prefix, config.engine_label_selector
+    return [RoutesCollector(make_reflectors(api, config.routes, prefix, selector))]

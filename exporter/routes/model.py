@@ -74,9 +74,10 @@ def service_record(obj: Mapping[str, Any]) -> Service:
 
 
 def engine_pod_record(obj: Mapping[str, Any], scrape_annotation: str) -> EnginePod | None:
-    """The labels of a pod opted in to engine scraping; None for every other pod (not kept)."""
+    """The labels of a pod opted in to engine scraping ("" : every pod the watch selects); None for every
+    other pod (not kept)."""
     meta = obj.get("metadata") or {}
-    if (meta.get("annotations") or {}).get(scrape_annotation) != "true":
+    if scrape_annotation and (meta.get("annotations") or {}).get(scrape_annotation) != "true":
         return None
     return EnginePod(str(meta.get("namespace", "")), tuple(sorted((meta.get("labels") or {}).items())))
 

@@ -1,0 +1,30 @@
+"""Replica metrics (cluster role): how long engine replicas take to start, phase by phase."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from exporter.catalogue.spec import MetricSpec, Stability, gauge, histogram
+
+WORKLOAD = ("namespace", "workload")
+
+_g = partial(gauge, subsystem="cluster", role="cluster", stability=Stability.EXPERIMENTAL)
+
+STARTUP = histogram(
+    "llm_replica_startup_seconds",
+    "Start-up of engine replicas this exporter saw start, by phase: scheduling (created to scheduled) and "
+    "starting (scheduled to Ready). Autoscalers are late by this much: set minimum replicas from it.",
+    (*WORKLOAD, "phase"),
+    subsystem="cluster",
+    role="cluster",
+    stability=Stability.EXPERIMENTAL,
+)
+STARTING = _g("llm_replica_starting", "Engine pods created but not yet Ready.", WORKLOAD)
+STARTING_OLDEST = _g(
+    "llm_replica_starting_oldest_seconds",
+    "Seconds since the oldest engine pod that is not yet Ready was created.",
+    WORKLOAD,
+    unit="seconds",
+)
+
+METRICS: tuple[MetricSpec, ...] = (STARTUP, STARTING, STARTING_OLDEST)

@@ -1,0 +1,79 @@
+"""The replicas collector (cluster role): engine pods watched, their start-ups turned into histograms.
+
+The pods are those the node role's discovery scrapes (the scrape annotation), or those an
+`engine_label_selector` selects; the transform keeps a few timestamps per engine pod only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from exporter.catalogue import replicas as spec
+from exporter.collect import CollectorUnavailable
+from exporter.config import Cluster
+from exporter.exposition import Family, render_labels
+from exporter.replicas import startup
+from exporter.sources.kube import KubeConfigError, Reflector, connect
+
+
+class ReplicasCollector:
+    name = "replicas"
+
+    def __init__(self, reflector: Reflector[startup.PodStart], clock: Callable[[], float] = time.time) -> None:
+        self._reflector = reflector
+        self._clock = clock
+        self._tracker = startup.StartupTracker()
+        self._lock = threading.Lock()  # concurrent scrapes update the tracker one at a time
+
+    def start(self) -> None:
+        self._reflector.start()
+
+    def close(self) -> None:
+        self._reflector.stop()
+
+    def ready(self) -> bool:
+        return self._reflector.synced()
+
+    def collect(self) -> Iterable[Family]:
+        if not self._reflector.synced():
+            raise CollectorUnavailable("waiting for the first full list of pods")
+        pods = list(self._reflector.items().values())
+        with self._lock:
+            self._tracker.update(pods)
+            histograms = dict(self._tracker.histograms)
+        return families(histograms, startup.starting(pods, self._clock()))
+
+
+def families(
+    histograms: dict[tuple[str, str, str], startup.Histogram], starting: dict[tuple[str, str], tuple[int, float]]
+) -> list[Family]:
+    startup_family = Family(spec.STARTUP)
+    for (namespace, workload, phase), h in sorted(histograms.items()):
+        base = [("namespace", namespace), ("workload", workload), ("phase", phase)]
+        for bound, count in zip(startup.BUCKETS, h.buckets, strict=True):
+            startup_family.add_rendered("_bucket", render_labels([*base, ("le", repr(bound))]), count)
+        startup_family.add_rendered("_bucket", render_labels([*base, ("le", "+Inf")]), h.count)
+        startup_family.add_rendered("_sum", render_labels(base), h.sum)
+        startup_family.add_rendered("_count", render_labels(base), h.count)
+    count_family, oldest_family = Family(spec.STARTING), Family(spec.STARTING_OLDEST)
+    for (namespace, workload), (count, oldest) in sorted(starting.items()):
+        count_family.add((namespace, workload), count)
+        oldest_family.add((namespace, workload), round(oldest, 3))
+    return [startup_family, count_family, oldest_family]
+
+
+def build_replica_collectors(config: Cluster, kubeconfig: str | None) -> list[ReplicasCollector]:
+    if not config.replicas.enabled:
+        return []
+    try:
+        api = connect(kubeconfig)
+    except KubeConfigError:
+        return []  # the cluster collector reports the missing configuration; one failure, said once
+    selector = config.engine_label_selector
+    scrape = "" if selector else f"{config.engine_annotation_prefix}/scrape"
+    reflector = Reflector(
+        api, "pods", transform=lambda o: startup.pod_start(o, scrape), label_selector=selector or None
+    )
+    return [ReplicasCollector(reflector)]

@@ -1,0 +1,149 @@
+"""How long an engine replica takes to start, phase by phase, from the pod's own timestamps (pure functions).
+
+"The autoscaler is late by exactly the cold-start time": measure it, then set the minimum replicas from it.
+
+- `scheduling`: created -> scheduled (the PodScheduled condition turned True): waiting for a node (GPUs,
+  fragmentation, a node being provisioned);
+- `starting`: scheduled -> ready (the Ready condition turned True): image pull, weights download and load,
+  CUDA graph capture, the readiness probe.
+
+A startup is observed only when this exporter saw the pod before it was Ready: pods already running when
+the exporter starts are not counted again, so a restart of the exporter does not repeat old startups.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+PHASES = ("scheduling", "starting")
+# seconds: a tiny model on a warm node starts in seconds, a 70B model pulling weights in tens of minutes
+BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1800.0, 3600.0)
+_POD_TEMPLATE_HASH = re.compile(r"-[a-z0-9]{5,10}$")
+
+
+@dataclass(frozen=True)
+class PodStart:
+    uid: str
+    namespace: str
+    workload: str
+    created: float
+    scheduled: float | None
+    ready: float | None
+
+
+def _time(text: Any) -> float | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _condition(status: Mapping[str, Any], kind: str) -> float | None:
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == kind and condition.get("status") == "True":
+            return _time(condition.get("lastTransitionTime"))
+    return None
+
+
+def workload_of(meta: Mapping[str, Any]) -> str:
+    """The controller's name: a Deployment's (its ReplicaSet less the pod-template hash), a StatefulSet's or
+    a LeaderWorkerSet's, else the pod's own name."""
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("controller"):
+            name = str(owner.get("name", ""))
+            return _POD_TEMPLATE_HASH.sub("", name) if owner.get("kind") == "ReplicaSet" else name
+    return str(meta.get("name", ""))
+
+
+def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None:
+    """The start timestamps of an opted-in engine pod ("": every pod the watch selects); None for every
+    other pod (not kept)."""
+    meta = obj.get("metadata") or {}
+    if scrape_annotation and (meta.get("annotations") or {}).get(scrape_annotation) != "true":
+        return None
+    created = _time(meta.get("creationTimestamp"))
+    if created is None:
+        return None
+    status = obj.get("status") or {}
+    return PodStart(
+        str(meta.get("uid", "")),
+        str(meta.get("namespace", "")),
+        workload_of(meta),
+        created,
+        _condition(status, "PodScheduled"),
+        _condition(status, "Ready"),
+    )
+
+
+def durations(pod: PodStart) -> dict[str, float]:
+    """The phases `pod` has completed, in seconds (never negative: clocks of different writers)."""
+    out = {}
+    if pod.scheduled is not None:
+        out["scheduling"] = max(0.0, pod.scheduled - pod.created)
+        if pod.ready is not None:
+            out["starting"] = max(0.0, pod.ready - pod.scheduled)
+    return out
+
+
+@dataclass
+class Histogram:
+    """Cumulative bucket counts, sum and count of one label set."""
+
+    buckets: list[int]
+    sum: float = 0.0
+    count: int = 0
+
+    def observe(self, value: float) -> None:
+        for i, bound in enumerate(BUCKETS):
+            if value <= bound:
+                self.buckets[i] += 1
+        self.sum += value
+        self.count += 1
+
+
+class StartupTracker:
+    """Turns successive views of the engine pods into observed phase durations, each phase once per pod."""
+
+    def __init__(self) -> None:
+        self.histograms: dict[tuple[str, str, str], Histogram] = {}
+        self._known: set[str] = set()
+        self._watched: set[str] = set()  # pods whose startup this exporter saw
+        self._observed: set[tuple[str, str]] = set()  # (uid, phase) already counted
+        self._first = True
+
+    def update(self, pods: Iterable[PodStart]) -> None:
+        current = list(pods)
+        for pod in current:
+            if pod.uid not in self._known:
+                self._known.add(pod.uid)
+                # Ready at the first list: it started before this exporter did
+                if not (self._first and pod.ready is not None):
+                    self._watched.add(pod.uid)
+            if pod.uid not in self._watched:
+                continue
+            for phase, seconds in durations(pod).items():
+                if (pod.uid, phase) not in self._observed:
+                    self._observed.add((pod.uid, phase))
+                    key = (pod.namespace, pod.workload, phase)
+                    self.histograms.setdefault(key, Histogram([0] * len(BUCKETS))).observe(seconds)
+        self._first = False
+        alive = {pod.uid for pod in current}  # forget deleted pods; their counts stay in the histograms
+        self._known &= alive
+        self._watched &= alive
+        self._observed = {(uid, phase) for uid, phase in self._observed if uid in alive}
+
+
+def starting(pods: Iterable[PodStart], now: float) -> dict[tuple[str, str], tuple[int, float]]:
+    """(namespace, workload) -> (pods not yet Ready, seconds since the oldest of them was created)."""
+    out: dict[tuple[str, str], tuple[int, float]] = {}
+    for pod in pods:
+        if pod.ready is None:
+            count, oldest = out.get((pod.namespace, pod.workload), (0, 0.0))
+            out[(pod.namespace, pod.workload)] = (count + 1, max(oldest, now - pod.created))
+    return out

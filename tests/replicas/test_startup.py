@@ -1,0 +1,112 @@
+"""Replica start-up phases from pod timestamps, each start-up counted once, only those the exporter saw."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exporter.exposition import render
+from exporter.replicas import startup
+from exporter.replicas.collector import families
+
+SCRAPE = "llm-exporter.io/scrape"
+
+
+def pod(
+    uid: str, created: str, scheduled: str | None = None, ready: str | None = None, owner: str = "vllm-7d9f8c6b5d"
+) -> dict[str, Any]:
+    conditions = []
+    if scheduled:
+        conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled})
+    conditions.append({"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": ready or created})
+    return {
+        "metadata": {
+            "uid": uid,
+            "name": f"pod-{uid}",
+            "namespace": "llm",
+            "creationTimestamp": created,
+            "annotations": {SCRAPE: "true"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": owner, "controller": True}],
+        },
+        "status": {"conditions": conditions},
+    }
+
+
+def record(obj: dict[str, Any]) -> startup.PodStart:
+    made = startup.pod_start(obj, SCRAPE)
+    assert made is not None
+    return made
+
+
+def owned(kind: str, name: str, controller: bool = True) -> dict[str, Any]:
+    return {"name": "bare", "ownerReferences": [{"kind": kind, "name": name, "controller": controller}]}
+
+
+def test_workload_names() -> None:
+    assert startup.workload_of(owned("ReplicaSet", "vllm-7d9f8c6b5d")) == "vllm"  # the Deployment's name
+    assert startup.workload_of(owned("StatefulSet", "vllm")) == "vllm"
+    assert startup.workload_of(owned("ReplicaSet", "x-1", controller=False)) == "bare"
+
+
+def test_phases_from_the_conditions() -> None:
+    p = record(pod("a", "2026-12-03T10:00:00Z", "2026-12-03T10:00:04Z", "2026-12-03T10:02:04Z"))
+    assert (p.namespace, p.workload) == ("llm", "vllm")
+    assert startup.durations(p) == {"scheduling": 4.0, "starting": 120.0}
+    pending = record(pod("b", "2026-12-03T10:00:00Z"))
+    assert startup.durations(pending) == {}
+    other = pod("c", "2026-12-03T10:00:00Z")
+    other["metadata"]["annotations"] = {}
+    assert startup.pod_start(other, SCRAPE) is None
+    assert startup.pod_start(other, "") is not None  # selected by a label selector instead
+
+
+def test_each_start_up_is_counted_once_and_only_when_seen() -> None:
+    tracker = startup.StartupTracker()
+    old = record(pod("old", "2026-12-03T09:00:00Z", "2026-12-03T09:00:01Z", "2026-12-03T09:01:00Z"))
+    new = pod("new", "2026-12-03T10:00:00Z")
+    tracker.update([old, record(new)])  # the first list: `old` was Ready before the exporter started
+    assert tracker.histograms == {}
+    scheduled = pod("new", "2026-12-03T10:00:00Z", "2026-12-03T10:00:30Z")
+    tracker.update([old, record(scheduled)])
+    tracker.update([old, record(scheduled)])  # seen again: not counted again
+    ready = pod("new", "2026-12-03T10:00:00Z", "2026-12-03T10:00:30Z", "2026-12-03T10:05:30Z")
+    late = pod("late", "2026-12-03T10:01:00Z", "2026-12-03T10:01:02Z", "2026-12-03T10:03:02Z")  # all between updates
+    tracker.update([old, record(ready), record(late)])
+    scheduling = tracker.histograms[("llm", "vllm", "scheduling")]
+    starting = tracker.histograms[("llm", "vllm", "starting")]
+    assert (scheduling.count, scheduling.sum) == (2, 32.0)
+    assert (starting.count, starting.sum) == (2, 420.0)
+    assert starting.buckets[startup.BUCKETS.index(120.0)] == 1  # 120 s counts in le=120
+    assert starting.buckets[startup.BUCKETS.index(300.0)] == 2
+
+
+def test_pods_not_yet_ready_and_the_oldest() -> None:
+    now = record(pod("x", "2026-12-03T10:00:00Z")).created + 90
+    pods = [record(pod("x", "2026-12-03T10:00:00Z")), record(pod("y", "2026-12-03T10:01:00Z", "2026-12-03T10:01:01Z"))]
+    assert startup.starting(pods, now) == {("llm", "vllm"): (2, 90.0)}
+
+
+def test_exposition() -> None:
+    h = startup.Histogram([0] * len(startup.BUCKETS))
+    h.observe(4.0)
+    text = render(families({("llm", "vllm", "scheduling"): h}, {("llm", "vllm"): (1, 42.5)}))
+    lines = text.splitlines()
+    assert lines[:3] == [
+        "# HELP llm_replica_startup_seconds Start-up of engine replicas this exporter saw start, by phase: scheduling "
+        "(created to scheduled) and starting (scheduled to Ready). Autoscalers are late by this much: set minimum "
+        "replicas from it.",
+        "# TYPE llm_replica_startup_seconds histogram",
+        'llm_replica_startup_seconds_bucket{namespace="llm",workload="vllm",phase="scheduling",le="1.0"} 0',
+    ]
+    assert 'llm_replica_startup_seconds_bucket{namespace="llm",workload="vllm",phase="scheduling",le="5.0"} 1' in lines
+    assert lines[-9:] == [
+        'llm_replica_startup_seconds_bucket{namespace="llm",workload="vllm",phase="scheduling",le="+Inf"} 1',
+        'llm_replica_startup_seconds_sum{namespace="llm",workload="vllm",phase="scheduling"} 4',
+        'llm_replica_startup_seconds_count{namespace="llm",workload="vllm",phase="scheduling"} 1',
+        "# HELP llm_replica_starting Engine pods created but not yet Ready.",
+        "# TYPE llm_replica_starting gauge",
+        'llm_replica_starting{namespace="llm",workload="vllm"} 1',
+        "# HELP llm_replica_starting_oldest_seconds Seconds since the oldest engine pod that is not yet Ready was "
+        "created.",
+        "# TYPE llm_replica_starting_oldest_seconds gauge",
+        'llm_replica_starting_oldest_seconds{namespace="llm",workload="vllm"} 42.5',
+    ]
