@@ -35,11 +35,12 @@ def available() -> bool:
 
 
 def binary(progress: Progress) -> str | None:
-    """Prometheus 3 from the cache, built first when missing or out of date; None (said why) when it cannot be."""
+    """Prometheus 3 from the cache, built first when missing; None (said why) when it cannot be."""
     path = cache_dir() / "bin" / "prometheus"
-    if not path.is_file():
-        progress("building Prometheus 3 from its pinned Go module (first run only, a few minutes; needs Go 1.26+ "
-                 "or the Go module proxy to fetch it)")  # fmt: skip
+    if path.is_file():
+        return str(path)  # any cached 3.x will do; the build script would wait on another build's lock
+    progress("building Prometheus 3 from its pinned Go module (first run only, a few minutes; needs Go 1.26+ "
+             "or the Go module proxy to fetch it)")  # fmt: skip
     done = subprocess.run(["bash", str(BUILD), "prometheus"], capture_output=True, text=True, check=False)
     if done.returncode != 0 or not path.is_file():
         tail = " ".join(done.stderr.strip().splitlines()[-3:])
