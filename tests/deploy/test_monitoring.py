@@ -153,9 +153,9 @@ def pod_sd_labels(port: int) -> dict[str, str]:
 
 
 def test_the_plain_scrape_job_keeps_the_engine_labels_in_a_real_prometheus(tmp_path: Path) -> None:
-    """The example job, run by Prometheus against a live exporter. Debian's Prometheus is built without
-    Kubernetes discovery, so a file_sd target carries the meta labels that pod discovery would set; every
-    relabelling rule and honor_labels run as written (only the interval is shortened)."""
+    """The example job, run by Prometheus against a live exporter, with a file_sd target carrying the meta
+    labels pod discovery would set (tests/scrape runs the same job with its kubernetes_sd against a real API
+    server); every relabelling rule and honor_labels run as written (only the interval is shortened)."""
     jobs = yaml.safe_load(SCRAPE_EXAMPLE.read_text(encoding="utf-8"))
     assert [j["job_name"] for j in jobs] == [EXPORTER_JOB]
     job = jobs[0]
