@@ -9,7 +9,9 @@ are loopback addresses (127.0.N.x) this test serves `serve --role node|cluster` 
 manifests declare. Each process gets what the kubelet would give its pod: `NODE_NAME` from the pod's
 spec.nodeName, the node's GPUs (stub libnvidia-ml) and pod-resources socket. The scrape job is the file's,
 with only `kubeconfig_file` added (Prometheus runs outside the cluster) and the interval shortened; no label
-is injected anywhere: `node` on the GPU series comes from the exporter.
+is injected anywhere: `node` on the GPU series comes from the exporter. The cluster role authenticates with
+a token of the overlay's ServiceAccount. The module starts a control plane of its own: the overlay's
+DaemonSet would otherwise place pods on other tests' nodes, at addresses nobody serves.
 """
 
 from __future__ import annotations
