@@ -5,7 +5,8 @@ rules and sends to a real Alertmanager, whose webhook lands in this test; every 
 Peers: a loopback server replaying the recorded vLLM 0.32.0 body (counters growing with each scrape, 7
 requests waiting), the node role scraping it, on node gpu-0 (`NODE_NAME`, as the DaemonSet sets it) with two
 GPUs from the stub libnvidia-ml.so.1 and one pod attributed through a pod-resources socket; the cluster role
-against the fake Kubernetes API with six free GPUs spread 2/2/1/1 and a Pending 4-GPU pod. Prometheus adds no
+against a real control plane (tests/kubecluster.py: kwok nodes, the real scheduler) with six free GPUs spread
+2/2/1/1 and a 4-GPU pod the scheduler leaves Pending. Prometheus adds no
 label: `node` on the GPU series comes from the exporter. Rules are rendered from the same source with short
 `for`s.
 """
@@ -17,6 +18,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,8 +34,9 @@ from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.servers import Served, alertmanager, process, prometheus, query, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
-from tests.fakes.kube_api import FakeKubeAPI
-from tests.kube.objects import node, pod
+from tests.kube.objects import pod
+from tests.kubecluster import Cluster, start_cluster
+from tests.kubecluster import wait_for as wait_until
 from tests.scrape.node_gpus import STUB_UUID, gpu_node
 
 pytestmark = pytest.mark.slow
@@ -66,11 +69,21 @@ class FakeEngine(Served):
         return 404, ""
 
 
-def two_two_one_one(api: FakeKubeAPI) -> None:
+def two_two_one_one(cluster: Cluster) -> None:
+    for ns in ("batch", "demo"):
+        cluster.must("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        account = f"/api/v1/namespaces/{ns}/serviceaccounts/default"  # pods are admitted once it exists
+
+        def has_account(path: str = account) -> bool:
+            return cluster.request("GET", path)[0] == 200
+
+        wait_until(has_account, 60, f"default ServiceAccount in {ns}")
     for i, used in enumerate((6, 6, 7, 7)):  # four 8-GPU nodes: 2/2/1/1 free
-        api.apply(node(f"gpu-{i}", 8))
-        api.apply(pod(f"train-{i}", used, namespace="batch", node=f"gpu-{i}"))
-    api.apply(pod("vllm-big-0", 4, namespace="demo"))  # 6 free, but no node holds 4
+        cluster.add_node(f"gpu-{i}", capacity={"nvidia.com/gpu": "8"})
+        train = pod(f"train-{i}", used, namespace="batch", node=f"gpu-{i}")
+        cluster.must("POST", "/api/v1/namespaces/batch/pods", train)
+    # 6 free, but no node holds 4: the scheduler leaves it Unschedulable
+    cluster.must("POST", "/api/v1/namespaces/demo/pods", pod("vllm-big-0", 4, namespace="demo"))
 
 
 def serve(
@@ -99,10 +112,6 @@ def serve(
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("e2e")
     engine, webhook = FakeEngine(), Served()
-    api = FakeKubeAPI(bookmark_interval=0.5)
-    api.start()
-    api.write_kubeconfig(tmp / "kubeconfig")
-    two_two_one_one(api)
     fast = replace(DEFAULT, queue_for="2s", fragmented_for="2s", evaluation_interval="1s")
     rules = tmp / "rules.yaml"
     rules.write_text(formats.rule_file(fast))
@@ -112,26 +121,29 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "targets": [{"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}],
         },
     }
-    cluster_proc, cluster_url = serve(tmp, "cluster", "cluster", {}, str(tmp / "kubeconfig"))
+    assigned = {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}
     try:
-        with gpu_node(tmp, "gpu-0", {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}) as gpus:
+        with ExitStack() as stack:
+            cluster = stack.enter_context(start_cluster(tmp / "kube"))
+            two_two_one_one(cluster)
+            gpus = stack.enter_context(gpu_node(tmp, "gpu-0", assigned))
             node_proc, node_url = serve(tmp, "node", "node", node_cfg | {"gpu": gpus.gpu}, env=gpus.env)
-            with node_proc as np, cluster_proc as cp:
-                wait_ready(f"{node_url}/readyz", proc=np)
-                wait_ready(f"{cluster_url}/readyz", timeout=60, proc=cp)
-                scrape = [
-                    static_job("llm-exporter", [node_url]),
-                    static_job("llm-exporter-cluster", [cluster_url])
-                    | {"relabel_configs": [{"target_label": "job", "replacement": "llm-exporter"}]},
-                    static_job("vllm", [engine.url]),  # users who scrape vLLM directly, for the rename check
-                ]
-                with (
-                    alertmanager(tmp / "am", f"{webhook.url}/hook") as am_url,
-                    prometheus(tmp / "prom", scrape, rule_files=[rules], alertmanager_url=am_url) as prom_url,
-                ):
-                    yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp}
+            cluster_proc, cluster_url = serve(tmp, "cluster", "cluster", {}, str(cluster.admin_kubeconfig))
+            np, cp = stack.enter_context(node_proc), stack.enter_context(cluster_proc)
+            wait_ready(f"{node_url}/readyz", proc=np)
+            wait_ready(f"{cluster_url}/readyz", timeout=60, proc=cp)
+            scrape = [
+                static_job("llm-exporter", [node_url]),
+                static_job("llm-exporter-cluster", [cluster_url])
+                | {"relabel_configs": [{"target_label": "job", "replacement": "llm-exporter"}]},
+                static_job("vllm", [engine.url]),  # users who scrape vLLM directly, for the rename check
+            ]
+            am_url = stack.enter_context(alertmanager(tmp / "am", f"{webhook.url}/hook"))
+            prom_url = stack.enter_context(
+                prometheus(tmp / "prom", scrape, rule_files=[rules], alertmanager_url=am_url)
+            )
+            yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp}
     finally:
-        api.stop()
         for server in (engine, webhook):
             server.close()
 
