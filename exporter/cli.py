@@ -148,10 +148,10 @@ def _add_tool(sub: argparse._SubParsersAction[argparse.ArgumentParser], command:
         render.add_arguments(p)
         p.set_defaults(func=render.run)
     elif command == "check":
-        from exporter.bundle import check
+        from exporter.check import cli as check_cli
 
-        check.add_arguments(p)
-        p.set_defaults(func=check.run)
+        check_cli.add_arguments(p)
+        p.set_defaults(func=check_cli.run)
     elif command == "mappings":
         p.add_argument("--version", help="only this vLLM release (e.g. 0.9.2)")
         p.add_argument("--markdown", action="store_true", help="a Markdown table")

@@ -1,13 +1,17 @@
-"""Every PromQL query of dashboards, rule files and KEDA ScaledObjects, with where it came from.
+"""Every PromQL query of the files people keep queries in, with where it came from (pure but for reading files).
 
-Dashboards: Grafana JSON (panels, nested rows), or a ConfigMap holding it (the Grafana sidecar's format).
-Rules: plain rule files and `PrometheusRule` objects. KEDA: `ScaledObject` triggers of type `prometheus`.
-Grafana variables are substituted with their "All" value (`.*`) unless given.
+Recognised documents: Grafana dashboards (panels, nested and collapsed rows, the pre-5.0 `rows`, library
+panels inlined from an export's `__elements`), Grafana-managed alert rules (`groups[].rules[].data[].model`),
+Prometheus rule files and `PrometheusRule` objects, KEDA `ScaledObject`/`ScaledJob` prometheus triggers,
+prometheus-adapter configs (`seriesQuery`, and `metricsQuery` expanded as the adapter expands it), and
+ConfigMaps embedding any of these (the Grafana sidecar's dashboards). YAML files may hold many documents.
+Dashboard variables are resolved by `exporter.check.variables` (with a Prometheus for query variables).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from exporter.bundle.promql import substitute
+from exporter.check import variables
 
 SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -26,84 +30,197 @@ class Query:
     where: str  # panel, rule or trigger
     expr: str  # ready to run: variables substituted
     alert: bool = False  # an alerting rule's condition: empty is its healthy state, so check its selectors
+    raw: str = ""  # as written in the file (for --fix and --write); "" when `expr` is
+    kind: str = ""  # dashboard, rule, grafana-alert, keda, adapter
+    notes: tuple[str, ...] = ()  # e.g. a variable that resolved to nothing
+
+    @property
+    def written(self) -> str:
+        return self.raw or self.expr
 
 
 class BadFileError(Exception):
-    pass
+    """A file that cannot be read or parsed; the message names it."""
 
 
-def dashboard_queries(dashboard: Mapping[str, Any], source: str, values: Mapping[str, str]) -> Iterator[Query]:
-    names = [v.get("name", "") for v in dashboard.get("templating", {}).get("list", []) if isinstance(v, dict)]
-    variables = {name: ".*" for name in names if name}
-    variables.update(values)
-    yield from _panels(dashboard.get("panels", []), source, variables)
-    for row in dashboard.get("rows", []) or []:  # the pre-5.0 layout
-        yield from _panels(row.get("panels", []), source, variables)
+class UnknownFileError(BadFileError):
+    """A file that parsed but holds nothing `check` knows."""
 
 
-def _panels(panels: list[Any], source: str, variables: Mapping[str, str]) -> Iterator[Query]:
+def dashboard_queries(
+    dashboard: Mapping[str, Any],
+    source: str,
+    values: Mapping[str, str] | None = None,
+    lookup: variables.Lookup | None = None,
+) -> Iterator[Query]:
+    resolution = variables.resolve(variables.parse(dashboard), lookup, values)
+    found = dashboard.get("__elements")
+    elements: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    panels = list(_panels(dashboard.get("panels") or [], elements))
+    for row in dashboard.get("rows") or []:  # the pre-5.0 layout
+        if isinstance(row, dict):
+            panels.extend(_panels(row.get("panels") or [], elements))
     for panel in panels:
-        if not isinstance(panel, dict):
-            continue
-        yield from _panels(panel.get("panels", []), source, variables)  # collapsed rows
-        for target in panel.get("targets", []) or []:
+        for target in panel.get("targets") or []:
             expr = target.get("expr") if isinstance(target, dict) else None
             if isinstance(expr, str) and expr.strip() and not target.get("hide"):
                 where = f"panel {panel.get('title', '?')!r} query {target.get('refId', '?')}"
-                yield Query(source, where, substitute(expr, variables))
+                expanded = variables.interpolate(expr, resolution.values)
+                yield Query(source, where, expanded, raw=expr, kind="dashboard", notes=tuple(resolution.problems))
+
+
+def _panels(panels: list[Any], elements: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for panel in panels:
+        if not isinstance(panel, dict):
+            continue
+        library = panel.get("libraryPanel")
+        inlined = panel
+        if isinstance(library, dict) and not panel.get("targets"):
+            model = (elements.get(str(library.get("uid"))) or {}).get("model")
+            if isinstance(model, dict):
+                inlined = {**model, "title": panel.get("title") or model.get("title")}
+        yield inlined
+        yield from _panels(inlined.get("panels") or [], elements)  # collapsed rows
 
 
 def rule_queries(groups: list[Any], source: str) -> Iterator[Query]:
     for group in groups:
         for rule in group.get("rules", []) if isinstance(group, dict) else []:
-            if not isinstance(rule, dict) or not isinstance(rule.get("expr"), str):
+            if not isinstance(rule, dict):
                 continue
-            if "alert" in rule:
-                yield Query(source, f"alert {rule['alert']}", rule["expr"], alert=True)
+            if isinstance(rule.get("data"), list):  # Grafana-managed: each data query must return series
+                yield from _grafana_alert(rule, source)
+            elif not isinstance(rule.get("expr"), str):
+                continue
+            elif "alert" in rule:
+                yield Query(source, f"alert {rule['alert']}", rule["expr"], alert=True, kind="rule")
             else:
-                yield Query(source, f"recording rule {rule.get('record', '?')}", rule["expr"])
+                yield Query(source, f"recording rule {rule.get('record', '?')}", rule["expr"], kind="rule")
 
 
-def _scaled_object(doc: Mapping[str, Any], source: str) -> Iterator[Query]:
-    name = doc.get("metadata", {}).get("name", "?")
-    for i, trigger in enumerate(doc.get("spec", {}).get("triggers", []) or []):
+def _grafana_alert(rule: Mapping[str, Any], source: str) -> Iterator[Query]:
+    for item in rule["data"]:
+        model = item.get("model") if isinstance(item, dict) else None
+        expr = model.get("expr") if isinstance(model, dict) else None
+        if isinstance(expr, str) and expr.strip():
+            where = f"grafana alert {rule.get('title', '?')!r} query {item.get('refId', '?')}"
+            expanded = variables.interpolate(expr, {})
+            yield Query(source, where, expanded, raw=expr, kind="grafana-alert")
+
+
+def _keda(doc: Mapping[str, Any], source: str) -> Iterator[Query]:
+    name = (doc.get("metadata") or {}).get("name", "?")
+    for i, trigger in enumerate((doc.get("spec") or {}).get("triggers") or []):
         if isinstance(trigger, dict) and trigger.get("type") == "prometheus":
-            query = trigger.get("metadata", {}).get("query")
+            query = (trigger.get("metadata") or {}).get("query")
             if isinstance(query, str):
-                yield Query(source, f"ScaledObject {name} trigger {i}", query)
+                yield Query(source, f"{doc['kind']} {name} trigger {trigger.get('name', i)}", query, kind="keda")
 
 
-def document_queries(doc: Any, source: str, values: Mapping[str, str]) -> Iterator[Query]:
+def adapter_queries(rules: list[Any], source: str, section: str) -> Iterator[Query]:
+    """prometheus-adapter rules, their templates expanded as the adapter does for a request of any object."""
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict) or not isinstance(rule.get("seriesQuery"), str):
+            continue
+        where = f"adapter {section} rule {i} ({(rule.get('name') or {}).get('as') or rule['seriesQuery']})"
+        yield Query(source, f"{where} seriesQuery", rule["seriesQuery"], kind="adapter")
+        if isinstance(rule.get("metricsQuery"), str):
+            expanded = expand_adapter_template(rule["metricsQuery"], rule)
+            yield Query(source, f"{where} metricsQuery", expanded, raw=rule["metricsQuery"], kind="adapter")
+
+
+def expand_adapter_template(template: str, rule: Mapping[str, Any]) -> str:
+    """`<<.Series>>` is the series' name; `<<.LabelMatchers>>` selects every object (`label!=""` for each
+    resource label); `<<.GroupBy>>` is the resource labels the adapter groups by."""
+    series = re.search(r'__name__=~?"\^?([^"$]+)\$?"', rule["seriesQuery"])
+    name = series.group(1) if series else re.sub(r"\{.*", "", rule["seriesQuery"]).strip()
+    overrides = ((rule.get("resources") or {}).get("overrides") or {}).keys()
+    labels = [str(label) for label in overrides] or ["namespace"]
+    matchers = ",".join(f'{label}!=""' for label in labels)
+    text = re.sub(r"<<\s*\.Series\s*>>", name, template)
+    text = re.sub(r"<<\s*\.LabelMatchers\s*>>", matchers, text)
+    return re.sub(r"<<\s*\.GroupBy\s*>>", ",".join(labels), text)
+
+
+def document_queries(
+    doc: Any, source: str, values: Mapping[str, str] | None = None, lookup: variables.Lookup | None = None
+) -> Iterator[Query] | None:
+    """The queries of one parsed document, or None when it is nothing `check` knows."""
     if not isinstance(doc, dict):
-        return
+        return None
     kind = doc.get("kind")
     if kind == "PrometheusRule":
-        yield from rule_queries(doc.get("spec", {}).get("groups", []), source)
-    elif kind == "ScaledObject":
-        yield from _scaled_object(doc, source)
-    elif kind == "ConfigMap":
-        for key, text in (doc.get("data") or {}).items():
-            if str(key).endswith(".json"):
-                try:
-                    yield from document_queries(json.loads(text), f"{source} {key}", values)
-                except ValueError:
-                    continue
-    elif "groups" in doc:
-        yield from rule_queries(doc["groups"], source)
-    elif "panels" in doc or "rows" in doc:
-        yield from dashboard_queries(doc, source, values)
+        return rule_queries((doc.get("spec") or {}).get("groups") or [], source)
+    if kind in ("ScaledObject", "ScaledJob"):
+        return _keda(doc, source)
+    if kind == "ConfigMap":
+        return _config_map(doc, source, values, lookup)
+    if isinstance(doc.get("groups"), list):
+        return rule_queries(doc["groups"], source)
+    if "panels" in doc or "rows" in doc:
+        return dashboard_queries(doc, source, values, lookup)
+    if isinstance(doc.get("dashboard"), dict):  # the API's {"dashboard": {...}, "meta": {...}}
+        return dashboard_queries(doc["dashboard"], source, values, lookup)
+    rules = doc.get("rules")
+    if isinstance(rules, dict):  # the adapter's Helm values: rules.custom / rules.external
+        rules = {k: v for k, v in rules.items() if isinstance(v, list)}
+        return (q for section, rs in rules.items() for q in adapter_queries(rs, source, section))
+    if isinstance(rules, list) or isinstance(doc.get("externalRules"), list):  # the adapter's own config file
+        return (
+            q
+            for section in ("rules", "externalRules")
+            for q in adapter_queries(doc.get(section) or [], source, section)
+        )
+    return None
 
 
-def file_queries(path: Path, values: Mapping[str, str] | None = None) -> list[Query]:
+def _config_map(
+    doc: Mapping[str, Any], source: str, values: Mapping[str, str] | None, lookup: variables.Lookup | None
+) -> Iterator[Query] | None:
+    found: list[Query] = []
+    recognised = False
+    for key, text in (doc.get("data") or {}).items():
+        try:
+            inner = json.loads(text) if str(key).endswith(".json") else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError, TypeError):
+            continue
+        queries = document_queries(inner, f"{source} {key}", values, lookup)
+        if queries is not None:
+            recognised = True
+            found.extend(queries)
+    return iter(found) if recognised else None
+
+
+def load_documents(path: Path) -> list[Any]:
     try:
         text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadFileError(f"{path}: cannot read: {exc.strerror}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadFileError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
     try:
-        docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
+        return [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
     except (ValueError, yaml.YAMLError) as exc:
         raise BadFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
-    return [q for doc in docs for q in document_queries(doc, str(path), values or {})]
+
+
+def file_queries(
+    path: Path, values: Mapping[str, str] | None = None, lookup: variables.Lookup | None = None
+) -> list[Query]:
+    """Every query of `path`; raises BadFileError (UnknownFileError when nothing in it is recognised)."""
+    docs = load_documents(path)
+    found: list[Query] = []
+    recognised = False
+    for i, doc in enumerate(docs):
+        source = str(path) if len(docs) == 1 else f"{path} document {i + 1}"
+        queries = document_queries(doc, source, values, lookup)
+        if queries is not None:
+            recognised = True
+            found.extend(queries)
+    if not recognised:
+        raise UnknownFileError(
+            f"{path}: not a Grafana dashboard, Grafana alert rule file, Prometheus rule file, PrometheusRule, "
+            "KEDA ScaledObject/ScaledJob, prometheus-adapter config, or ConfigMap holding one"
+        )
+    return found
 
 
 def expand(paths: list[Path]) -> list[Path]:

@@ -1,4 +1,4 @@
-"""Just enough PromQL: the vector selectors of an expression, and Grafana variable substitution.
+"""Just enough PromQL: the vector selectors of an expression, renames, and the simplest variable substitution.
 
 Not a parser (promtool checks validity): a tokenizer that knows which identifiers are functions,
 operators and grouping labels, so that what remains are metric names with their matchers.
@@ -177,3 +177,12 @@ def substitute(expr: str, variables: Mapping[str, str] | None = None) -> str:
         return known.get(name, m.group(0))
 
     return _VARIABLE.sub(replace, expr)
+
+
+def rename(expr: str, old: str, new: str) -> str:
+    """`expr` with the metric name `old` replaced by `new` wherever it stands as a whole name.
+
+    Histogram and counter sample names follow: `old_bucket` becomes `new_bucket`.
+    """
+    pattern = re.compile(rf"(?<![A-Za-z0-9_:]){re.escape(old)}(?P<suffix>_bucket|_sum|_count|_total)?(?![A-Za-z0-9_:])")
+    return pattern.sub(lambda m: new + (m.group("suffix") or ""), expr)

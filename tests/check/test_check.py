@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exporter.bundle import check
-from exporter.bundle.queries import Query, file_queries
+from exporter.check import cli as check
+from exporter.check import evaluate
+from exporter.check.inputs import Query, file_queries
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
 from tests.bundle.servers import Served, prometheus, query, static_job, wait_for
 
@@ -42,8 +43,8 @@ def dashboard(*exprs: str) -> dict[str, object]:
     }
 
 
-def result(prom: str, expr: str, alert: bool = False) -> check.Result:
-    return check.Checker(HttpPrometheus(prom)).check(Query("f", "w", expr, alert=alert))
+def result(prom: str, expr: str, alert: bool = False) -> evaluate.Result:
+    return evaluate.Checker(HttpPrometheus(prom)).check(Query("f", "w", expr, alert=alert))
 
 
 @pytest.mark.parametrize(
@@ -54,8 +55,10 @@ def result(prom: str, expr: str, alert: bool = False) -> check.Result:
             "vllm:gpu_cache_usage_perc",
             "empty",
             [
-                "vllm:gpu_cache_usage_perc: never present in the last 7d (not scraped, or renamed); "
-                "similar names present: vllm:kv_cache_usage_perc"
+                "vllm:gpu_cache_usage_perc: never present in the last 7d: vllm:gpu_cache_usage_perc was removed "
+                "in vLLM 0.12.0 (hidden behind --show-hidden-metrics-for-version from 0.11.2); its successor is "
+                "vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); the running vLLM is 0.33.0 "
+                "(inferred from its series)"
             ],
         ),
         (
@@ -147,8 +150,9 @@ def test_cli_flags_a_scaledobject_on_a_renamed_metric_and_exits_1(
     assert out.splitlines() == [
         f"EMPTY {tmp_path / 'keda.yaml'}: ScaledObject vllm trigger 1",
         "      sum(vllm:num_requests_waiting)",
-        "      - vllm:num_requests_waiting: never present in the last 7d (not scraped, or renamed); similar names "
-        "present: llm_requests_waiting",
+        "      - vllm:num_requests_waiting: never present in the last 7d: vllm:num_requests_waiting is exposed by "
+        "every vLLM release from 0.5.0 on: not scraped, or relabelled; its stable name is llm_requests_waiting; "
+        "the running vLLM is 0.33.0 (inferred from its series)",
         "3 queries in 3 files: 2 ok, 1 empty, 0 errors, 0 empty as expected",
     ]
 

@@ -1,0 +1,22 @@
+"""`llm-exporter check` as a library: the queries of dashboards and autoscalers, run against a Prometheus.
+
+Interface (the CLI in `cli.py` and the cluster watchdog use only these):
+
+- `inputs.file_queries(path, values=None, lookup=None) -> list[Query]`, and for parsed objects
+  `inputs.document_queries(doc, source, values=None, lookup=None) -> Iterator[Query] | None` (None: not a
+  document `check` knows). `Query(source, where, expr, alert, raw, kind, notes)`: `expr` is ready to run,
+  `raw` as written, `kind` one of dashboard, rule, grafana-alert, keda, adapter. Raises
+  `inputs.BadFileError` (and its `UnknownFileError`) with a message naming the file.
+- `variables.parse(dashboard) -> list[Variable]`, `variables.resolve(vars, lookup, overrides) -> Resolution`
+  (`.values: dict[name, Value]`, `.problems`), `variables.interpolate(expr, values) -> str`: Grafana's
+  resolution and interpolation; `lookup` is anything with `query(expr)` and `label_values(label)`.
+- `evaluate.Checker(prometheus, lookback="7d").check(query) -> Result(query, status, reasons, fix, renames)`
+  with status "ok", "empty", "allowed" (empty as marked or expected) or "error"; `Checker.running()` gives
+  the running engine releases.
+- `diagnosis.explain(name, running) -> Diagnosis(name, text, replacement) | None`: what the engines' release
+  histories (`history.engines()`, one `EngineHistory` per engine) say about a missing name.
+- `fix.rewrite(text, results, json_file) -> str`; `report.record(result) -> dict` (file, location, expr,
+  status, reasons, fix).
+
+Prometheus I/O is `exporter.sources.prometheus.HttpPrometheus` (the `Prometheus` protocol).
+"""

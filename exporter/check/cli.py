@@ -1,0 +1,107 @@
+"""`llm-exporter check --prometheus URL [FILES…]`: the queries that silently return nothing, and the fix.
+
+Exit 0 when every query returned data, 1 when one is empty, 2 on bad input (a file that cannot be read,
+parsed or recognised, a PromQL error, a Prometheus that cannot be reached or refuses): the other files are
+still checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from exporter.check.evaluate import Checker, Result
+from exporter.check.fix import rewrite
+from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries
+from exporter.check.report import write_json, write_text
+from exporter.sources.prometheus import HttpPrometheus, PrometheusError
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLE = ("dashboards", "alerts/llm-exporter.rules.yaml")  # checked when no FILES are given
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        metavar="FILES",
+        help="Grafana dashboards and alert rules, rule files, PrometheusRules, KEDA ScaledObjects/ScaledJobs, "
+        "prometheus-adapter configs, ConfigMaps holding them, or directories (default: this bundle's "
+        "dashboards and rules)",
+    )
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="value of a Grafana variable (default: resolved as Grafana does, query variables from Prometheus)",
+    )
+    parser.add_argument("--lookback", default="7d", help="how far back a metric counts as present (%(default)s)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="per-query timeout, seconds (%(default)s)")
+    parser.add_argument("--bearer-token-file", type=Path, help="a file holding the bearer token for Prometheus")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="report format (%(default)s)")
+    parser.add_argument("--fix", action="store_true", help="print each fixable query rewritten to its successor")
+    parser.add_argument("--write", action="store_true", help="rewrite the fixable queries in the files in place")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list the queries that returned data too")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        values = dict(v.split("=", 1) for v in args.var)
+    except ValueError:
+        print("check: --var takes NAME=VALUE", file=sys.stderr)
+        return 2
+    paths = args.files or [ROOT / p for p in BUNDLE if (ROOT / p).exists()]
+    if not paths:
+        print("check: no files given", file=sys.stderr)
+        return 2
+    try:
+        token = args.bearer_token_file.read_text().strip() if args.bearer_token_file else ""
+        prometheus = HttpPrometheus(args.prometheus, timeout=args.timeout, bearer_token=token)
+        prometheus.query("vector(1)")  # one clear error instead of one per query
+    except (OSError, PrometheusError) as exc:
+        print(f"check: Prometheus {args.prometheus}: {exc}", file=sys.stderr)
+        return 2
+    explicit = {p for p in paths if not p.is_dir()}
+    errors: list[str] = []
+    by_file: dict[Path, list[Query]] = {}
+    for path in expand(paths):
+        try:
+            by_file[path] = file_queries(path, values, prometheus)
+        except UnknownFileError as exc:
+            if path in explicit:
+                errors.append(str(exc))
+        except BadFileError as exc:
+            errors.append(str(exc))
+    checker = Checker(prometheus, lookback=args.lookback)
+    results = {path: [checker.check(q) for q in queries] for path, queries in by_file.items()}
+    flat = [r for rs in results.values() for r in rs]
+    if not flat and not errors:
+        errors.append("no PromQL queries found in the given files")
+    if args.write:
+        errors.extend(_write(results))
+    if args.output == "json":
+        write_json(flat, errors, sys.stdout)
+    else:
+        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write)
+    if errors or any(r.status == "error" for r in flat):
+        return 2
+    return 1 if any(r.status == "empty" for r in flat) else 0
+
+
+def _write(results: dict[Path, list[Result]]) -> list[str]:
+    errors = []
+    for path, file_results in results.items():
+        if not any(r.fix for r in file_results):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+            fixed = rewrite(text, file_results, path.suffix == ".json")
+            if fixed != text:
+                path.write_text(fixed, encoding="utf-8")
+        except OSError as exc:
+            errors.append(f"{path}: cannot rewrite: {exc.strerror}")
+    return errors

@@ -1,0 +1,99 @@
+"""Why a metric name is missing, from the engines' release histories (pure: no I/O).
+
+"`vllm:time_per_output_token_seconds` was removed in vLLM 0.15.0; its successor is
+`vllm:inter_token_latency_seconds` (stable name `llm_inter_token_latency_seconds`); the running vLLM is
+0.32.0". String similarity (`similar`) is only the fallback for names no release table knows.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from exporter.check.history import EngineHistory, NameHistory, engines
+from exporter.engines.releases import parse_version
+
+
+@dataclass(frozen=True)
+class Running:
+    """The running release of one engine, and how it is known."""
+
+    engine: str
+    version: str
+    source: str  # "llm_engine_info" or "inferred from its series"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    name: str
+    text: str
+    replacement: str | None  # the name a fixed query should use (the successor, else the stable name)
+
+
+def explain(
+    name: str, running: Mapping[str, Running], histories: Sequence[EngineHistory] | None = None
+) -> Diagnosis | None:
+    """What the release histories say about a missing `name`, or None when no engine knows it."""
+    for engine in histories if histories is not None else engines():
+        history = engine.lookup(name)
+        if history is not None:
+            return _explain(engine, history, name, running.get(engine.engine))
+    return None
+
+
+def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running | None) -> Diagnosis:
+    label = _label(engine.engine)
+    parts = []
+    if h.removed_in:
+        parts.append(f"{name} was removed in {label} {h.removed_in}")
+        if h.hidden_since:
+            parts[-1] += f" (hidden behind --show-hidden-metrics-for-version from {h.hidden_since})"
+    elif h.hidden_since:
+        parts.append(f"{name} is hidden from {label} {h.hidden_since} on (--show-hidden-metrics-for-version)")
+    else:
+        parts.append(f"{name} is exposed by every {label} release from {h.first} on: not scraped, or relabelled")
+    if h.successor:
+        stable = f" (stable name {h.stable})" if h.stable else ""
+        parts.append(f"its successor is {h.successor}{stable}")
+    elif h.stable:
+        parts.append(f"its stable name is {h.stable}")
+    elif h.removed_in:
+        parts.append("it has no successor")
+    if running is not None:
+        parts.append(f"the running {label} is {running.version} ({running.source})")
+        parts.extend(_not_yet(h, running, label))
+    else:
+        parts.append(f"no running {label} found in Prometheus")
+    return Diagnosis(name, "; ".join(parts), h.successor or (h.stable if h.removed_in or h.hidden_since else None))
+
+
+def _not_yet(h: NameHistory, running: Running, label: str) -> list[str]:
+    key = parse_version(running.version)
+    first = parse_version(h.first)
+    if key is not None and first is not None and key < first:
+        return [f"{h.name} first appears in {label} {h.first}: upgrade, or use the older name"]
+    return []
+
+
+def _label(engine: str) -> str:
+    return {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}.get(engine, engine)
+
+
+def infer_running(families: Iterable[str], histories: Sequence[EngineHistory] | None = None) -> dict[str, Running]:
+    """Each engine's release as inferred from the engine's own series present in Prometheus."""
+    present = {re.sub(r"_(bucket|sum|count|created)$", "", f) for f in families}
+    out = {}
+    for engine in histories if histories is not None else engines():
+        own = {f for f in present if f.startswith(engine.prefix)}
+        if own:
+            release = engine.releases.infer(own | {f[: -len("_total")] for f in own}, engine.sources)
+            out[engine.engine] = Running(engine.engine, release.version, "inferred from its series")
+    return out
+
+
+def similar(name: str, names: Iterable[str]) -> str:
+    """The fallback: names present that look like `name` (they may be a different quantity)."""
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    return f"similar names present (not necessarily the same quantity): {', '.join(close)}" if close else ""

@@ -1,0 +1,118 @@
+"""What happened to each engine metric name, release by release: for the diagnosis of an empty query.
+
+`data/vllm_history.json` is condensed from vLLM's per-release metric table (`data/vllm_metrics_by_version.json`
+at the repository root, read from every release's sdist): per family the first release that has it, the last
+that exposes it by default, the release that hid it (behind `--show-hidden-metrics-for-version`) and the
+first release without it; plus the successor that vLLM's own HELP text names ("DEPRECATED: Use X instead").
+Regenerate with `python -m exporter.check.history --write`; a test fails on drift.
+Engines plug in through `engines()`: one `EngineHistory` per engine the mapping knows (today: vLLM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from exporter.engines import vllm
+from exporter.engines.releases import Releases, load, parse_version
+
+SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
+DERIVED = Path(__file__).resolve().parent / "data" / "vllm_history.json"
+_SUCCESSOR = re.compile(r"DEPRECATED: Use (\S+?) instead")
+
+
+@dataclass(frozen=True)
+class NameHistory:
+    name: str
+    first: str  # first release exposing it
+    last: str  # last release whose code has it (hidden or not)
+    removed_in: str | None  # first release without it; None while the newest release still has it
+    hidden_since: str | None  # the release from which only a flag shows it
+    successor: str | None  # the family that carries the same quantity now
+    stable: str | None  # this project's canonical llm_* name for it
+
+
+@dataclass(frozen=True)
+class EngineHistory:
+    engine: str
+    prefix: str
+    releases: Releases
+    names: dict[str, NameHistory]
+    sources: frozenset[str]  # families that tell releases apart (for inferring the running release)
+
+    def lookup(self, name: str) -> NameHistory | None:
+        """The history of a family or of one of its samples (`_bucket`, `_sum`, `_count`, `_total`)."""
+        for candidate in (name, re.sub(r"_(bucket|sum|count|created)$", "", name), name + "_total"):
+            if candidate in self.names:
+                return self.names[candidate]
+        return None
+
+
+def derive(source: dict[str, Any]) -> dict[str, Any]:
+    versions = sorted(source["versions"], key=lambda v: parse_version(v) or (0,))
+    seen: dict[str, dict[str, Any]] = {}
+    for version in versions:
+        for metric in source["versions"][version]:
+            entry = seen.setdefault(metric["name"], {"first": version, "successor": None})
+            entry["last"] = version
+            if not str(metric.get("enabled_when", "")).startswith("hidden"):
+                entry["default_until"] = version
+            if metric.get("hidden_since"):
+                entry["hidden_since"] = metric["hidden_since"]
+            if m := _SUCCESSOR.search(str(metric.get("help", ""))):
+                entry["successor"] = m.group(1)
+    for entry in seen.values():
+        after = versions.index(entry["last"]) + 1
+        entry["removed_in"] = versions[after] if after < len(versions) else None
+    return {"source": "data/vllm_metrics_by_version.json", "versions": versions, "names": seen}
+
+
+@cache
+def engines() -> tuple[EngineHistory, ...]:
+    """Every engine whose names the diagnosis knows. New engines add their table here."""
+    data = json.loads(resources.files("exporter.check").joinpath("data/vllm_history.json").read_text())
+    stable = {source: (spec.name, sources[0]) for spec, sources in vllm.SOURCES.items() for source in sources}
+    names = {}
+    for name, e in data["names"].items():
+        canonical, newest = stable.get(name, (None, None))
+        successor = (newest if newest != name else None) or _family(e.get("successor"), data["names"])
+        names[name] = NameHistory(
+            name, e["first"], e["last"], e["removed_in"], e.get("hidden_since"), successor, canonical
+        )
+    sources = frozenset(s for ss in vllm.SOURCES.values() for s in ss)
+    return (EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load(), names, sources),)
+
+
+def _family(name: str | None, known: dict[str, Any]) -> str | None:
+    """A HELP text's "Use X instead" as the family name (vLLM names counters there without `_total`)."""
+    if name and name not in known and name + "_total" in known:
+        return name + "_total"
+    return name
+
+
+def render_derived() -> str:
+    return json.dumps(derive(json.loads(SOURCE.read_text())), indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
+    text = render_derived()
+    if parser.parse_args(argv).write:
+        DERIVED.write_text(text)
+        return 0
+    if DERIVED.read_text() != text:
+        print(f"{DERIVED} is out of date: run python -m exporter.check.history --write", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
