@@ -1,8 +1,9 @@
 """The routes collector (cluster role): Ingresses, HTTPRoutes, Services and engine pods, watched.
 
-HTTPRoutes are optional (the Gateway API CRDs may not be installed, or RBAC may not grant them): a 403 or
-404 counts as none. The engine pods are watched with a transform that keeps only opted-in pods' labels,
-so the second pod watch of the cluster role holds a few bytes per engine pod.
+Ingresses, HTTPRoutes and Services are optional (the Gateway API CRDs may not be installed, RBAC may not
+grant them after an upgrade): a 403 or 404 counts as none, so routes never hold back the cluster view.
+The engine pods are watched with a transform that keeps only opted-in pods' labels, so this extra pod watch
+holds a few bytes per engine pod.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ def make_reflectors(api: Any, config: Routes, prefix: str, label_selector: str) 
     route_default = _none_if_zero(config.httproute_default_timeout_seconds)
     scrape = "" if label_selector else f"{prefix}/scrape"
     return {
-        "ingresses": Reflector(api, "ingresses", transform=lambda o: model.ingress_record(o, ingress_default)),
+        # optional: an API group not served, or a grant missing after an upgrade, leaves the routes empty
+        # (and says so in the logs) instead of holding back the cluster role's readiness
+        "ingresses": Reflector(
+            api, "ingresses", transform=lambda o: model.ingress_record(o, ingress_default), optional=True
+        ),
         "httproutes": Reflector(
             api, "httproutes", transform=lambda o: model.httproute_record(o, route_default), optional=True
         ),
-        "services": Reflector(api, "services", transform=model.service_record),
+        "services": Reflector(api, "services", transform=model.service_record, optional=True),
         "pods": Reflector(
             api,
             "pods",
