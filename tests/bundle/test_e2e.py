@@ -14,8 +14,6 @@ label: `node` on the GPU series comes from the exporter. Rules are rendered from
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -32,6 +30,7 @@ from exporter.bundle import check, render
 from exporter.bundle.queries import Query, file_queries
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
+from tests.bundle.replay import FakeEngine, delivered
 from tests.bundle.servers import Served, alertmanager, process, prometheus, query, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.kube.objects import pod
@@ -40,33 +39,6 @@ from tests.kubecluster import wait_for as wait_until
 from tests.scrape.node_gpus import STUB_UUID, gpu_node
 
 pytestmark = pytest.mark.slow
-
-FIXTURE = render.ROOT / "tests/fixtures/vllm/0.32.0.prom"
-COUNTER = re.compile(r"^(vllm:\S+?(?:_total|_bucket|_count|_sum)(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
-
-
-def vllm_body(scrape: int) -> str:
-    """The recorded body with 7 requests waiting and every counter growing with each scrape."""
-    body = FIXTURE.read_text().replace(
-        'vllm:num_requests_waiting{engine="0",model_name="tiny"} 0.0',
-        'vllm:num_requests_waiting{engine="0",model_name="tiny"} 7.0',
-    )
-    assert "} 7.0" in body, "the fixture no longer has the waiting line this test rewrites"
-    return COUNTER.sub(lambda m: f"{m.group(1)} {float(m.group(2)) * scrape + scrape}", body)
-
-
-class FakeEngine(Served):
-    def __init__(self) -> None:
-        self.scrapes = 0
-        super().__init__(self._answer)
-
-    def _answer(self, path: str) -> tuple[int, str]:
-        if path == "/version":
-            return 200, json.dumps({"version": "0.32.0"})
-        if path == "/metrics":
-            self.scrapes += 1
-            return 200, vllm_body(self.scrapes)
-        return 404, ""
 
 
 def two_two_one_one(cluster: Cluster) -> None:
@@ -146,10 +118,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     finally:
         for server in (engine, webhook):
             server.close()
-
-
-def delivered(webhook: Served) -> dict[str, dict[str, Any]]:
-    return {a["labels"]["alertname"]: a for post in webhook.posts for a in post.get("alerts", [])}
 
 
 def test_alerts_reach_the_webhook_through_alertmanager(stack: dict[str, Any]) -> None:

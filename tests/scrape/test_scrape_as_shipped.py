@@ -32,8 +32,8 @@ from alerts.thresholds import DEFAULT, EXPORTER_JOB
 from exporter.bundle import check, render
 from exporter.bundle.queries import file_queries
 from exporter.sources.prometheus import HttpPrometheus
+from tests.bundle.replay import FakeEngine, delivered
 from tests.bundle.servers import Served, alertmanager, process, prometheus, query, wait_for, wait_http
-from tests.bundle.test_e2e import FakeEngine, delivered
 from tests.deploy.manifests import OVERLAYS
 from tests.deploy.manifests import render as kustomize
 from tests.kubecluster import KWOK_ANNOTATION, Cluster, start_cluster
