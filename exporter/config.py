@@ -114,6 +114,70 @@ class Routes:
 
 
 @dataclass(frozen=True)
+class BasicAuth:
+    username: str = ""
+    password_file: str = ""  # a mounted Secret, read at every run (rotation needs no restart)
+
+
+@dataclass(frozen=True)
+class Tls:
+    ca_file: str = ""
+    insecure_skip_verify: bool = False
+
+
+@dataclass(frozen=True)
+class WatchdogPrometheus:
+    """The Prometheus the watchdog queries: what dashboards and KEDA read, not the exporter's own scrape."""
+
+    url: str = ""
+    bearer_token_file: str = ""
+    basic_auth: BasicAuth = field(default_factory=BasicAuth)
+    tls: Tls = field(default_factory=Tls)
+
+    def validate(self) -> list[str]:
+        errors = []
+        if self.url:
+            try:
+                parts = urlsplit(self.url)
+                valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+            except ValueError:
+                valid = False
+            if not valid:
+                errors.append(f"url: {_quote(self.url)} is not an http(s) URL with a host")
+        if self.bearer_token_file and (self.basic_auth.username or self.basic_auth.password_file):
+            errors.append("bearer_token_file: set either bearer_token_file or basic_auth, not both")
+        if bool(self.basic_auth.username) != bool(self.basic_auth.password_file):
+            errors.append("basic_auth: username and password_file go together")
+        return errors
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """Cluster role: run the queries of KEDA ScaledObjects/ScaledJobs and dashboard ConfigMaps periodically."""
+
+    enabled: bool = False
+    prometheus: WatchdogPrometheus = field(default_factory=WatchdogPrometheus)
+    interval_seconds: float = 180.0
+    timeout_seconds: float = 30.0  # per Prometheus request
+    dashboard_label: str = "grafana_dashboard"  # the Grafana sidecar's default label
+    max_queries: int = 2000  # bound on llm_query_empty series
+
+    def validate(self) -> list[str]:
+        errors = []
+        if self.enabled and not self.prometheus.url:
+            errors.append("prometheus.url: required when the watchdog is enabled")
+        if not 10 <= self.interval_seconds <= 86400:  # also false for NaN
+            errors.append("interval_seconds: must be in [10, 86400]")
+        if not 0 < self.timeout_seconds <= 300:
+            errors.append("timeout_seconds: must be in (0, 300]")
+        if not self.dashboard_label:
+            errors.append("dashboard_label: must not be empty")
+        if self.max_queries < 1:
+            errors.append("max_queries: must be positive")
+        return errors
+
+
+@dataclass(frozen=True)
 class Replicas:
     """Cluster role: how long engine replicas take to start (llm_replica_startup_seconds)."""
 
@@ -128,6 +192,7 @@ class Cluster:
     engine_label_selector: str = ""
     routes: Routes = field(default_factory=Routes)
     replicas: Replicas = field(default_factory=Replicas)
+    watchdog: Watchdog = field(default_factory=Watchdog)
     page_size: int = 500
     max_pending_pods: int = 1000  # bound on llm_pending_pod_gpus_requested series
     resync_seconds: float = 0.0  # 0: rely on watches only

@@ -26,6 +26,9 @@ def build(role: str, config: Config, kubeconfig: str | None) -> CollectorSet:
         from exporter.replicas.collector import build_replica_collectors
 
         collectors += build_replica_collectors(config.cluster, kubeconfig)
+        from exporter.watchdog.collector import build_watchdog_collectors
+
+        collectors += build_watchdog_collectors(config.cluster.watchdog, kubeconfig)
     else:
         raise ValueError(f"unknown role {role!r}")
     return CollectorSet(collectors)

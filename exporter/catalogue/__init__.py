@@ -6,7 +6,7 @@ Domain modules (`engine`, `gpu`, `cluster`, `exporter_self`) declare their specs
 
 from __future__ import annotations
 
-from exporter.catalogue import cluster, engine, exporter_self, gpu, replicas, routes
+from exporter.catalogue import cluster, engine, exporter_self, gpu, replicas, routes, watchdog
 from exporter.catalogue.spec import MetricSpec, MetricType, Stability
 
 ALL: tuple[MetricSpec, ...] = (
@@ -15,6 +15,7 @@ ALL: tuple[MetricSpec, ...] = (
     *cluster.METRICS,
     *routes.METRICS,
     *replicas.METRICS,
+    *watchdog.METRICS,
     *exporter_self.METRICS,
 )
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}

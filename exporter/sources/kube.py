@@ -5,6 +5,7 @@
                      on_event=mark_dirty, page_size=500)
     pods.start()                       # a daemon thread: list, then watch, forever
     pods.synced()                      # True once the first full list has been stored
+    pods.available()                   # synced, and (optional=True) the resource is served and granted
     pods.items()                       # {"namespace/name" (or "name"): record}, a copy
     pods.last_sync_timestamp()         # Unix time the view was last confirmed current, None before that
     pods.stats()                       # ReflectorStats: objects, relists, watch_restarts, errors
@@ -224,6 +225,10 @@ class Reflector(Generic[T]):
 
     def wait_synced(self, timeout: float) -> bool:
         return self._synced.wait(timeout)
+
+    def available(self) -> bool:
+        """False while an optional resource is not served (or not granted): its empty view is a stand-in."""
+        return self._synced.is_set() and (self._rv is not None or not self._optional)
 
     def items(self) -> dict[str, T]:
         with self._lock:

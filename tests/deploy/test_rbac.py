@@ -11,7 +11,10 @@ from exporter.sources import kube
 from tests.deploy.manifests import BASE, ROOT, Obj, find, pod_spec, render
 
 # Which packages build each role's collectors (exporter/roles.py).
-ROLE_PACKAGES = {"node": ("exporter/engines", "exporter/gpu"), "cluster": ("exporter/kube", "exporter/routes")}
+ROLE_PACKAGES = {
+    "node": ("exporter/engines", "exporter/gpu"),
+    "cluster": ("exporter/kube", "exporter/routes", "exporter/watchdog"),
+}
 API_GROUPS = {"CoreV1Api": "", "ResourceV1Api": "resource.k8s.io", "NetworkingV1Api": "networking.k8s.io"}
 REFLECTOR = re.compile(r"Reflector\(\s*\w+,\s*\"(\w+)\"")
 
@@ -48,7 +51,9 @@ def test_the_code_scan_finds_the_watches() -> None:
     assert watched("cluster") == {("", "nodes"), ("", "pods"), ("resource.k8s.io", "resourceslices"),
                                   ("resource.k8s.io", "resourceclaims"), ("", "services"),
                                   ("networking.k8s.io", "ingresses"),
-                                  ("gateway.networking.k8s.io", "httproutes")}  # fmt: skip
+                                  ("gateway.networking.k8s.io", "httproutes"),
+                                  ("keda.sh", "scaledobjects"), ("keda.sh", "scaledjobs"),
+                                  ("", "configmaps")}  # fmt: skip
 
 
 def test_no_code_reads_single_objects() -> None:

@@ -1,0 +1,171 @@
+"""The watchdog collector (cluster role): watches KEDA objects and dashboard ConfigMaps, checks their queries.
+
+Checks run in a background thread every `interval_seconds`; `collect()` only reads the stored verdicts, so a
+slow or failing Prometheus never delays or breaks /metrics. When Prometheus cannot be reached the previous
+verdicts are kept (and errors counted): an outage of the watchdog must not resolve a real alert.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from exporter.collect import CollectorUnavailable
+from exporter.config import Watchdog, WatchdogPrometheus
+from exporter.exposition import Family
+from exporter.sources.kube import KubeConfigError, Reflector, connect
+from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
+from exporter.watchdog import model
+from exporter.watchdog.adapter import Evaluator
+
+log = logging.getLogger(__name__)
+
+Watched = tuple[model.WatchedQuery, ...]
+
+
+def make_reflectors(api: Any, config: Watchdog) -> dict[str, Reflector[Watched]]:
+    return {
+        # the KEDA CRDs may be absent: optional, so a 404 reads as none (llm_query_source_available 0)
+        "scaledobjects": Reflector(api, "scaledobjects", transform=model.scaler_queries("ScaledObject"), optional=True),
+        "scaledjobs": Reflector(api, "scaledjobs", transform=model.scaler_queries("ScaledJob"), optional=True),
+        "configmaps": Reflector(
+            api, "configmaps", transform=model.dashboard_queries, label_selector=config.dashboard_label
+        ),
+    }
+
+
+def prometheus_client(config: WatchdogPrometheus, timeout: float) -> Prometheus:
+    """A client with the credentials as mounted now (read at every run: a rotated Secret needs no restart)."""
+    token = read_secret(config.bearer_token_file, "bearer_token_file") if config.bearer_token_file else ""
+    auth = config.basic_auth
+    basic = (auth.username, read_secret(auth.password_file, "basic_auth.password_file")) if auth.username else None
+    context = tls_context(config.tls.ca_file, config.tls.insecure_skip_verify)
+    return HttpPrometheus(config.url, timeout, token, basic_auth=basic, context=context)
+
+
+class WatchdogCollector:
+    name = "watchdog"
+
+    def __init__(
+        self,
+        reflectors: Mapping[str, Reflector[Watched]],
+        client: Callable[[], Prometheus],
+        interval_seconds: float,
+        max_queries: int,
+        clock: Callable[[], float] = time.time,
+        target: str = "",
+    ) -> None:
+        self._reflectors = dict(reflectors)
+        self._client = client
+        self._interval = interval_seconds
+        self._max_queries = max_queries
+        self._clock = clock
+        self._target = target  # the Prometheus URL, for the log
+        self._lock = threading.Lock()
+        self._verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
+        self._errors: Counter[str] = Counter()
+        self._last_run: float | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.start()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="query-watchdog", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        for reflector in self._reflectors.values():
+            reflector.stop()
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    def ready(self) -> bool:
+        return all(r.synced() for r in self._reflectors.values())
+
+    def collect(self) -> Iterable[Family]:
+        waiting = [name for name, r in self._reflectors.items() if not r.synced()]
+        if waiting:
+            raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
+        available = {name: r.available() for name, r in self._reflectors.items()}
+        with self._lock:
+            return model.families(self._verdicts, self._errors, self._last_run, available)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not self.ready():
+                self._stop.wait(1.0)
+                continue
+            try:
+                self.run_once()
+            except Exception:  # a bug in one run must not end the thread: the next run may succeed
+                log.exception("query watchdog run failed")
+                self._count("error")
+            self._stop.wait(self._interval)
+
+    def queries(self) -> list[model.WatchedQuery]:
+        found = sorted(q for r in self._reflectors.values() for qs in r.items().values() for q in qs)
+        if len(found) > self._max_queries:
+            log.warning("query watchdog: %d queries found, checking the first %d", len(found), self._max_queries)
+        return found[: self._max_queries]
+
+    def run_once(self) -> None:
+        """One run: every watched query against Prometheus; the verdicts replace the previous ones."""
+        queries = self.queries()
+        try:
+            prometheus = self._client()
+        except PrometheusError as exc:
+            log.error("query watchdog: %s", exc)
+            self._count("credentials")
+            return
+        try:
+            prometheus.query("vector(1)")  # one error for an unreachable Prometheus, not one per query
+        except PrometheusError as exc:
+            log.error("query watchdog: Prometheus %s: %s", self._target, exc)
+            self._count(model.error_reason(exc.status, str(exc)))
+            return
+        evaluator = Evaluator(prometheus)
+        verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
+        for query in queries:
+            outcome = evaluator.evaluate(query.expr)
+            where = f"{query.kind} {query.namespace}/{query.name} {query.location}"
+            if outcome.status == "error":
+                message = "; ".join(outcome.reasons)
+                self._count(model.error_reason(outcome.http_status, message))
+                log.warning("query watchdog: %s: cannot check %r: %s", where, query.expr, message)
+            elif outcome.status == "empty":
+                verdicts[query.key] = model.Verdict(True, model.empty_reason(outcome.reasons))
+                log.warning("query watchdog: %s: %r returns nothing: %s", where, query.expr, "; ".join(outcome.reasons))
+            else:  # data, or empty where the query says it is expected (allow-empty, sparse metrics)
+                verdicts[query.key] = model.Verdict(False)
+        with self._lock:
+            self._verdicts = verdicts
+            self._last_run = self._clock()
+
+    def _count(self, reason: str) -> None:
+        with self._lock:
+            self._errors[reason] += 1
+
+
+def build_watchdog_collectors(config: Watchdog, kubeconfig: str | None) -> list[WatchdogCollector]:
+    if not config.enabled:
+        return []
+    try:
+        api = connect(kubeconfig)
+    except KubeConfigError:
+        return []  # the cluster collector reports the missing configuration; one failure, said once
+    return [
+        WatchdogCollector(
+            make_reflectors(api, config),
+            lambda: prometheus_client(config.prometheus, config.timeout_seconds),
+            config.interval_seconds,
+            config.max_queries,
+            target=config.prometheus.url,
+        )
+    ]

@@ -1,0 +1,125 @@
+"""The watchdog's pure parts: queries read from KEDA objects and dashboard ConfigMaps, verdicts to families."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.catalogue import watchdog as spec
+from exporter.exposition import Family
+from exporter.watchdog.adapter import dashboard_exprs
+
+log = logging.getLogger(__name__)
+
+DASHBOARD = "Dashboard"
+MAX_LOCATION = 120  # characters of a location label: panel titles can be long
+ERROR_REASONS = ("unreachable", "unauthorized", "bad_query", "credentials", "error")
+EMPTY_REASONS = ("never_present", "disappeared", "label_mismatch", "operators", "unknown")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class WatchedQuery:
+    kind: str  # ScaledObject, ScaledJob or Dashboard
+    namespace: str
+    name: str
+    location: str  # trigger, or ConfigMap key and panel
+    expr: str
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.kind, self.namespace, self.name, self.location)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    empty: bool
+    reason: str = ""  # one of EMPTY_REASONS when empty
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MAX_LOCATION else text[: MAX_LOCATION - 1] + "…"
+
+
+def scaler_queries(kind: str) -> Callable[[dict[str, Any]], tuple[WatchedQuery, ...] | None]:
+    """The reflector transform of ScaledObjects or ScaledJobs: the queries of their prometheus triggers."""
+
+    def transform(obj: dict[str, Any]) -> tuple[WatchedQuery, ...] | None:
+        meta = obj["metadata"]
+        out = []
+        for i, trigger in enumerate((obj.get("spec") or {}).get("triggers") or []):
+            if not isinstance(trigger, dict) or trigger.get("type") != "prometheus":
+                continue
+            query = (trigger.get("metadata") or {}).get("query")
+            if isinstance(query, str) and query.strip():
+                where = f"trigger {trigger.get('name') or i}"
+                out.append(WatchedQuery(kind, meta.get("namespace", ""), meta["name"], _bounded(where), query))
+        return tuple(out) or None
+
+    return transform
+
+
+def dashboard_queries(obj: dict[str, Any]) -> tuple[WatchedQuery, ...] | None:
+    """The reflector transform of dashboard ConfigMaps: the queries of every `*.json` key that is a dashboard."""
+    meta = obj["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
+    out = []
+    for key, text in sorted((obj.get("data") or {}).items()):
+        if not str(key).endswith(".json") or not isinstance(text, str):
+            continue
+        try:
+            exprs = dashboard_exprs(text)
+        except (ValueError, TypeError, AttributeError) as exc:  # one broken dashboard, not the others
+            log.warning("ConfigMap %s/%s key %s: cannot read the dashboard: %s", namespace, name, key, exc)
+            continue
+        out += [WatchedQuery(DASHBOARD, namespace, name, _bounded(f"{key} {where}"), e) for where, e in exprs]
+    return tuple(out) or None
+
+
+def empty_reason(reasons: Iterable[str]) -> str:
+    """The bounded label value for check's diagnosis (the first problem decides)."""
+    for text in reasons:
+        if "never present" in text:
+            return "never_present"
+        if "disappeared" in text:
+            return "disappeared"
+        if "matches nothing" in text or "no series has label" in text or "no series matches all" in text:
+            return "label_mismatch"
+        if "every selector returns series" in text:
+            return "operators"
+    return "unknown"
+
+
+def error_reason(http_status: int, message: str) -> str:
+    if http_status in (401, 403):
+        return "unauthorized"
+    if http_status in (400, 422):
+        return "bad_query"
+    if http_status == 0 and "cannot reach" in message:
+        return "unreachable"
+    return "error"
+
+
+def families(
+    verdicts: Mapping[tuple[str, str, str, str], Verdict],
+    errors: Mapping[str, int],
+    last_run: float | None,
+    available: Mapping[str, bool],
+) -> list[Family]:
+    empty = Family(spec.QUERY_EMPTY)
+    reason = Family(spec.QUERY_EMPTY_REASON)
+    for key, verdict in sorted(verdicts.items()):
+        empty.add(key, 1.0 if verdict.empty else 0.0)
+        if verdict.empty:
+            reason.add((*key, verdict.reason), 1.0)
+    error_family = Family(spec.QUERY_CHECK_ERRORS)
+    for name in sorted({*ERROR_REASONS, *errors}):
+        error_family.add((name,), float(errors.get(name, 0)))
+    last = Family(spec.QUERY_CHECK_LAST_RUN)
+    if last_run is not None:
+        last.add((), last_run)
+    source = Family(spec.QUERY_SOURCE_AVAILABLE)
+    for resource, ok in sorted(available.items()):
+        source.add((resource,), 1.0 if ok else 0.0)
+    return [empty, reason, error_family, last, source]

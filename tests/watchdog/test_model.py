@@ -1,0 +1,159 @@
+"""The watchdog's pure parts, on the objects this project ships: its KEDA ScaledObject example and the
+dashboard ConfigMap the Grafana sidecar loads (deploy/base/generated)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from exporter.config import ConfigError, parse
+from exporter.exposition import render
+from exporter.watchdog import model
+
+ROOT = Path(__file__).resolve().parents[2]
+SCALED_OBJECT = ROOT / "deploy/examples/keda-scaledobject.yaml"
+DASHBOARDS = ROOT / "deploy/base/generated/dashboard-configmap.yaml"
+
+
+def load(path: Path) -> dict[str, Any]:
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_the_prometheus_trigger_of_the_shipped_scaled_object() -> None:
+    obj = load(SCALED_OBJECT)
+    obj["metadata"].setdefault("namespace", "inference")
+    (query,) = model.scaler_queries("ScaledObject")(obj) or ()
+    trigger = next(t for t in obj["spec"]["triggers"] if t["type"] == "prometheus")
+    assert query.kind == "ScaledObject"
+    assert (query.namespace, query.name) == ("inference", "vllm-llama")
+    assert query.location == f"trigger {trigger.get('name') or 0}"  # its only trigger
+    assert query.expr == trigger["metadata"]["query"]
+
+
+def test_a_scaled_job_without_prometheus_triggers_is_not_kept() -> None:
+    obj = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledJob",
+        "metadata": {"name": "batch", "namespace": "llm"},
+        "spec": {"triggers": [{"type": "cpu", "metadata": {"value": "50"}}]},
+    }
+    assert model.scaler_queries("ScaledJob")(obj) is None
+
+
+def test_every_panel_query_of_the_shipped_dashboard_configmap() -> None:
+    configmap = load(DASHBOARDS)
+    configmap["metadata"]["namespace"] = "monitoring"
+    queries = model.dashboard_queries(configmap) or ()
+    keys = [k for k in configmap["data"] if k.endswith(".json")]
+    assert len(queries) > 20
+    name = configmap["metadata"]["name"]
+    assert {(q.kind, q.namespace, q.name) for q in queries} == {("Dashboard", "monitoring", name)}
+    assert {q.location.split(" ", 1)[0] for q in queries} == set(keys)
+    assert all(len(q.location) <= model.MAX_LOCATION for q in queries)
+    assert len({q.key for q in queries}) == len(queries), "every query has its own series"
+
+
+def test_a_broken_dashboard_key_leaves_the_others() -> None:
+    configmap = load(DASHBOARDS)
+    configmap["metadata"]["namespace"] = "monitoring"
+    good = len(model.dashboard_queries(copy.deepcopy(configmap)) or ())
+    configmap["data"]["broken.json"] = '{"panels": ['
+    configmap["data"]["notes.txt"] = "not a dashboard"
+    assert len(model.dashboard_queries(configmap) or ()) == good
+
+
+@pytest.mark.parametrize(
+    ("reason", "label"),
+    [
+        ("vllm:gpu_cache_usage_perc: never present in the last 1d (not scraped, or renamed)", "never_present"),
+        ("vllm:x: disappeared: present in the last 1d but not now, last seen 5m ago", "disappeared"),
+        ("vllm:x: label matcher model_name=\"a\" matches nothing; model_name has: 'tiny'", "label_mismatch"),
+        ("vllm:x: no series has label 'pod', so pod=\"a\" matches nothing", "label_mismatch"),
+        ("every selector returns series: the empty result comes from the query's operators", "operators"),
+        ("something new", "unknown"),
+    ],
+)
+def test_the_bounded_reason_label(reason: str, label: str) -> None:
+    assert model.empty_reason([reason]) == label
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "reason"),
+    [
+        (0, "cannot reach http://127.0.0.1:1: [Errno 111] Connection refused", "unreachable"),
+        (401, "http://p/api/v1/query: HTTP 401", "unauthorized"),
+        (403, "forbidden", "unauthorized"),
+        (400, "parse error", "bad_query"),
+        (503, "unavailable", "error"),
+    ],
+)
+def test_error_reasons(status: int, message: str, reason: str) -> None:
+    assert model.error_reason(status, message) == reason
+
+
+def test_families_name_every_error_reason_and_drop_nothing() -> None:
+    key = ("ScaledObject", "llm", "vllm", "trigger 0")
+    verdicts = {key: model.Verdict(True, "never_present"), (*key[:3], "trigger 1"): model.Verdict(False)}
+    text = render(model.families(verdicts, {"unauthorized": 2}, 1700000000.0, {"scaledjobs": False}))
+    lines = text.splitlines()
+    assert 'llm_query_empty{kind="ScaledObject",namespace="llm",name="vllm",location="trigger 0"} 1' in lines
+    assert 'llm_query_empty{kind="ScaledObject",namespace="llm",name="vllm",location="trigger 1"} 0' in lines
+    assert (
+        'llm_query_empty_reason{kind="ScaledObject",namespace="llm",name="vllm",location="trigger 0",'
+        'reason="never_present"} 1' in lines
+    )
+    assert 'llm_query_check_errors_total{reason="unauthorized"} 2' in lines
+    assert 'llm_query_check_errors_total{reason="unreachable"} 0' in lines
+    (last,) = [line for line in lines if line.startswith("llm_query_check_last_run_timestamp_seconds ")]
+    assert float(last.split()[1]) == 1700000000.0
+    assert 'llm_query_source_available{resource="scaledjobs"} 0' in lines
+
+
+def test_config_defaults_off_and_names_every_bad_key() -> None:
+    assert parse("").cluster.watchdog.enabled is False
+    text = """
+cluster:
+  watchdog:
+    enabled: true
+    interval_seconds: 1
+    timeout_seconds: 0
+    colour: red
+    prometheus:
+      url: ftp://prometheus
+      bearer_token_file: /var/run/secrets/prometheus/token
+      basic_auth: {username: u}
+      tls: {insecure_skip_verify: "yes"}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse(text)
+    assert sorted(info.value.errors) == sorted(
+        [
+            "cluster.watchdog.colour: unknown key (known: dashboard_label, enabled, interval_seconds, max_queries, "
+            "prometheus, timeout_seconds)",
+            "cluster.watchdog.prometheus.tls.insecure_skip_verify: expected bool, got str 'yes'",
+        ]
+    )
+    text = text.replace("    colour: red\n", "").replace('tls: {insecure_skip_verify: "yes"}', "tls: {}")
+    with pytest.raises(ConfigError) as info:
+        parse(text)
+    assert sorted(info.value.errors) == [
+        "cluster.watchdog.interval_seconds: must be in [10, 86400]",
+        "cluster.watchdog.prometheus.basic_auth: username and password_file go together",
+        "cluster.watchdog.prometheus.bearer_token_file: set either bearer_token_file or basic_auth, not both",
+        "cluster.watchdog.prometheus.url: 'ftp://prometheus' is not an http(s) URL with a host",
+        "cluster.watchdog.timeout_seconds: must be in (0, 300]",
+    ]
+
+
+def test_an_enabled_watchdog_needs_a_prometheus() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse("cluster: {watchdog: {enabled: true}}")
+    assert info.value.errors == ["cluster.watchdog.prometheus.url: required when the watchdog is enabled"]
+    config = parse("cluster: {watchdog: {enabled: true, prometheus: {url: 'https://prom:9090'}}}")
+    assert config.cluster.watchdog.prometheus.url == "https://prom:9090"
