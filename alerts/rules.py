@@ -77,6 +77,7 @@ def _alerts(t: Thresholds) -> list[Alert]:
         "llm-inference.placement",
         ("llm-inference.exporter"),
     )
+    queries = "llm-inference.queries"
     return [
         Alert(
             "LLMTimeToFirstTokenBudgetBurn",
@@ -298,6 +299,45 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "The cluster view of {{ $labels.instance }} is {{ $value | humanizeDuration }} old.",
             "The exporter has not been in sync with the API server for a while: free GPU counts and pending "
             "reasons describe the past. Check the API server's reachability and the exporter's RBAC and logs.",
+        ),
+        Alert(
+            "LLMAutoscalerQueryEmpty",
+            queries,
+            'llm_query_empty{kind=~"ScaledObject|ScaledJob"}',
+            "==",
+            1,
+            t.autoscaler_query_empty_for,
+            "critical",
+            "The query of {{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }} ({{ $labels.location }}) "
+            "returns nothing.",
+            "KEDA reads an empty result as 0 (ignoreNullValues defaults to true) and scales the workload down, at "
+            "peak too. Usually a renamed metric: llm_query_empty_reason and the exporter's log say why. Point the "
+            "trigger at the stable llm_* name.",
+        ),
+        Alert(
+            "LLMDashboardQueryEmpty",
+            queries,
+            'llm_query_empty{kind="Dashboard"}',
+            "==",
+            1,
+            t.dashboard_query_empty_for,
+            "warning",
+            "Dashboard ConfigMap {{ $labels.namespace }}/{{ $labels.name }} has a query that returns nothing: "
+            "{{ $labels.location }}.",
+            "The panel is blank, and looks like an idle service. Usually a renamed metric: llm_query_empty_reason "
+            "and the exporter's log say why; `llm-exporter check` on the dashboard suggests the fix.",
+        ),
+        Alert(
+            "LLMQueryWatchdogFailing",
+            queries,
+            'increase(llm_query_check_errors_total{reason=~"unreachable|unauthorized|credentials"}[15m])',
+            ">",
+            0,
+            t.query_watchdog_failing_for,
+            "warning",
+            "The query watchdog on {{ $labels.instance }} cannot query Prometheus ({{ $labels.reason }}).",
+            "The autoscaler and dashboard queries are not being checked: LLMAutoscalerQueryEmpty cannot fire. "
+            "Check cluster.watchdog.prometheus (URL, credentials, CA) and the exporter's log.",
         ),
         Alert(
             "LLMExporterCollectorFailing",

@@ -78,6 +78,10 @@ class Thresholds:
     route_buffering_for: str = "15m"
     cluster_view_stale_seconds: float = 600
     cluster_view_stale_for: str = "5m"
+    # Query watchdog: KEDA scales on 0 when its query is empty, so that pages; a blank panel does not
+    autoscaler_query_empty_for: str = "10m"
+    dashboard_query_empty_for: str = "1h"
+    query_watchdog_failing_for: str = "15m"
     # The exporter itself
     collector_failing_for: str = "10m"
     exporter_down_for: str = "5m"
