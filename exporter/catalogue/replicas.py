@@ -19,7 +19,8 @@ STARTUP = histogram(
     role="cluster",
     stability=Stability.EXPERIMENTAL,
 )
-STARTING = _g("llm_replica_starting", "Engine pods created but not yet Ready.", WORKLOAD)
+READY = _g("llm_replica_ready", "Engine pods of the workload that are Ready.", WORKLOAD)
+STARTING = _g("llm_replica_starting", "Engine pods of the workload created but not yet Ready (0: none).", WORKLOAD)
 STARTING_OLDEST = _g(
     "llm_replica_starting_oldest_seconds",
     "Seconds since the oldest engine pod that is not yet Ready was created.",
@@ -27,4 +28,4 @@ STARTING_OLDEST = _g(
     unit="seconds",
 )
 
-METRICS: tuple[MetricSpec, ...] = (STARTUP, STARTING, STARTING_OLDEST)
+METRICS: tuple[MetricSpec, ...] = (STARTUP, READY, STARTING, STARTING_OLDEST)

@@ -43,11 +43,12 @@ class ReplicasCollector:
         with self._lock:
             self._tracker.update(pods)
             histograms = dict(self._tracker.histograms)
-        return families(histograms, startup.starting(pods, self._clock()))
+        return families(histograms, startup.replica_counts(pods, self._clock()))
 
 
 def families(
-    histograms: dict[tuple[str, str, str], startup.Histogram], starting: dict[tuple[str, str], tuple[int, float]]
+    histograms: dict[tuple[str, str, str], startup.Histogram],
+    counts: dict[tuple[str, str], tuple[int, int, float | None]],
 ) -> list[Family]:
     startup_family = Family(spec.STARTUP)
     for (namespace, workload, phase), h in sorted(histograms.items()):
@@ -57,11 +58,14 @@ def families(
         startup_family.add_rendered("_bucket", render_labels([*base, ("le", "+Inf")]), h.count)
         startup_family.add_rendered("_sum", render_labels(base), h.sum)
         startup_family.add_rendered("_count", render_labels(base), h.count)
-    count_family, oldest_family = Family(spec.STARTING), Family(spec.STARTING_OLDEST)
-    for (namespace, workload), (count, oldest) in sorted(starting.items()):
-        count_family.add((namespace, workload), count)
-        oldest_family.add((namespace, workload), round(oldest, 3))
-    return [startup_family, count_family, oldest_family]
+    ready_family, starting_family = Family(spec.READY), Family(spec.STARTING)
+    oldest_family = Family(spec.STARTING_OLDEST)
+    for (namespace, workload), (ready, starting, oldest) in sorted(counts.items()):
+        ready_family.add((namespace, workload), ready)
+        starting_family.add((namespace, workload), starting)
+        if oldest is not None:
+            oldest_family.add((namespace, workload), round(oldest, 3))
+    return [startup_family, ready_family, starting_family, oldest_family]
 
 
 def build_replica_collectors(config: Cluster, kubeconfig: str | None) -> list[ReplicasCollector]:

@@ -139,11 +139,16 @@ class StartupTracker:
         self._observed = {(uid, phase) for uid, phase in self._observed if uid in alive}
 
 
-def starting(pods: Iterable[PodStart], now: float) -> dict[tuple[str, str], tuple[int, float]]:
-    """(namespace, workload) -> (pods not yet Ready, seconds since the oldest of them was created)."""
-    out: dict[tuple[str, str], tuple[int, float]] = {}
+def replica_counts(pods: Iterable[PodStart], now: float) -> dict[tuple[str, str], tuple[int, int, float | None]]:
+    """(namespace, workload) -> (pods Ready, pods not yet Ready, seconds since the oldest of those was
+    created, None when every pod is Ready)."""
+    out: dict[tuple[str, str], tuple[int, int, float | None]] = {}
     for pod in pods:
-        if pod.ready is None:
-            count, oldest = out.get((pod.namespace, pod.workload), (0, 0.0))
-            out[(pod.namespace, pod.workload)] = (count + 1, max(oldest, now - pod.created))
+        ready, starting, oldest = out.get((pod.namespace, pod.workload), (0, 0, None))
+        if pod.ready is not None:
+            ready += 1
+        else:
+            starting += 1
+            oldest = max(oldest or 0.0, now - pod.created)
+        out[(pod.namespace, pod.workload)] = (ready, starting, oldest)
     return out

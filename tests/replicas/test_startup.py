@@ -79,16 +79,21 @@ def test_each_start_up_is_counted_once_and_only_when_seen() -> None:
     assert starting.buckets[startup.BUCKETS.index(300.0)] == 2
 
 
-def test_pods_not_yet_ready_and_the_oldest() -> None:
+def test_pods_ready_not_yet_ready_and_the_oldest() -> None:
     now = record(pod("x", "2026-12-03T10:00:00Z")).created + 90
-    pods = [record(pod("x", "2026-12-03T10:00:00Z")), record(pod("y", "2026-12-03T10:01:00Z", "2026-12-03T10:01:01Z"))]
-    assert startup.starting(pods, now) == {("llm", "vllm"): (2, 90.0)}
+    pods = [
+        record(pod("x", "2026-12-03T10:00:00Z")),
+        record(pod("y", "2026-12-03T10:01:00Z", "2026-12-03T10:01:01Z")),
+        record(pod("z", "2026-12-03T09:00:00Z", "2026-12-03T09:00:01Z", "2026-12-03T09:01:00Z")),
+        record(pod("w", "2026-12-03T09:00:00Z", "2026-12-03T09:00:01Z", "2026-12-03T09:01:00Z", owner="other-5c9d8f7b6")),
+    ]
+    assert startup.replica_counts(pods, now) == {("llm", "vllm"): (1, 2, 90.0), ("llm", "other"): (1, 0, None)}
 
 
 def test_exposition() -> None:
     h = startup.Histogram([0] * len(startup.BUCKETS))
     h.observe(4.0)
-    text = render(families({("llm", "vllm", "scheduling"): h}, {("llm", "vllm"): (1, 42.5)}))
+    text = render(families({("llm", "vllm", "scheduling"): h}, {("llm", "vllm"): (3, 1, 42.5)}))
     lines = text.splitlines()
     assert lines[:3] == [
         "# HELP llm_replica_startup_seconds Start-up of engine replicas this exporter saw start, by phase: scheduling "
@@ -98,11 +103,14 @@ def test_exposition() -> None:
         'llm_replica_startup_seconds_bucket{namespace="llm",workload="vllm",phase="scheduling",le="1.0"} 0',
     ]
     assert 'llm_replica_startup_seconds_bucket{namespace="llm",workload="vllm",phase="scheduling",le="5.0"} 1' in lines
-    assert lines[-9:] == [
+    assert lines[-12:] == [
         'llm_replica_startup_seconds_bucket{namespace="llm",workload="vllm",phase="scheduling",le="+Inf"} 1',
         'llm_replica_startup_seconds_sum{namespace="llm",workload="vllm",phase="scheduling"} 4',
         'llm_replica_startup_seconds_count{namespace="llm",workload="vllm",phase="scheduling"} 1',
-        "# HELP llm_replica_starting Engine pods created but not yet Ready.",
+        "# HELP llm_replica_ready Engine pods of the workload that are Ready.",
+        "# TYPE llm_replica_ready gauge",
+        'llm_replica_ready{namespace="llm",workload="vllm"} 3',
+        "# HELP llm_replica_starting Engine pods of the workload created but not yet Ready (0: none).",
         "# TYPE llm_replica_starting gauge",
         'llm_replica_starting{namespace="llm",workload="vllm"} 1',
         "# HELP llm_replica_starting_oldest_seconds Seconds since the oldest engine pod that is not yet Ready was "

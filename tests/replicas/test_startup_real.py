@@ -55,7 +55,7 @@ def test_startup_phases_of_a_deployment_from_a_real_control_plane(kube_cluster: 
     try:
         wait_for(collector.ready, 60, "the first list of pods")
         wait_for(lambda: cluster.node_ready(NODE), 120, "the kwok node Ready")
-        assert sample(render(collector.collect()), "llm_replica_starting", ns) is None
+        assert sample(render(collector.collect()), "llm_replica_starting", ns) is None  # no pod of it yet
         cluster.apply(deployment(ns, 3))  # two fit on the 2-GPU node; the third stays Pending
 
         def counted() -> bool:
@@ -68,6 +68,7 @@ def test_startup_phases_of_a_deployment_from_a_real_control_plane(kube_cluster: 
         wait_for(counted, 120, "two replicas Ready and one Pending")
         text = render(collector.collect())
         assert sample(text, "llm_replica_startup_seconds_count", ns, ',phase="scheduling"') == 2
+        assert sample(text, "llm_replica_ready", ns) == 2
         # the API server's timestamps have whole seconds; kwok readies a bound pod within moments
         starting_sum = sample(text, "llm_replica_startup_seconds_sum", ns, ',phase="starting"')
         assert starting_sum is not None and 0 <= starting_sum <= 60
