@@ -39,7 +39,7 @@ def explain(
     for engine in histories if histories is not None else engines():
         history = engine.lookup(name)
         if history is not None:
-            return _explain(engine, history, name, running.get(engine.engine))
+            return _explain(engine, history, history.name, running.get(engine.engine))
     return None
 
 
@@ -88,9 +88,21 @@ def infer_running(families: Iterable[str], histories: Sequence[EngineHistory] | 
     for engine in histories if histories is not None else engines():
         own = {f for f in present if f.startswith(engine.prefix)}
         if own:
-            release = engine.releases.infer(own | {f[: -len("_total")] for f in own}, engine.sources)
-            out[engine.engine] = Running(engine.engine, release.version, "inferred from its series")
+            out[engine.engine] = Running(engine.engine, _candidates(engine, own), "inferred from its series")
     return out
+
+
+def _candidates(engine: EngineHistory, families: set[str]) -> str:
+    """The releases whose default families match `families` best, as "A" or "A to B": releases that differ
+    only in names no query sees cannot be told apart, and the diagnosis says so rather than guess."""
+    found = families & engine.sources
+    scores = []
+    for release in engine.releases.releases:
+        expected = release.expected & engine.sources
+        scores.append((len(expected & found) / (len(expected | found) or 1), release.version))
+    best = max(score for score, _ in scores)
+    tied = [version for score, version in scores if score == best]
+    return tied[0] if len(tied) == 1 else f"{tied[0]} to {tied[-1]}"
 
 
 def similar(name: str, names: Iterable[str]) -> str:

@@ -9,6 +9,7 @@ Alerting rules are empty when healthy, so only their selectors must return serie
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -70,7 +71,10 @@ class Checker:
     def diagnose(self, sel: Selector, renames: dict[str, str] | None = None) -> str:
         """Why `sel` returns nothing, or "" when it returns series; records a known rename in `renames`."""
         if not sel.name:
-            return "" if self._count(str(sel)) else f"{sel}: matches no series"
+            named = _anchored_name(sel)
+            if self._count(str(sel)):
+                return ""
+            return self.diagnose(Selector(named, ()), renames) if named else f"{sel}: matches no series"
         if self._count(sel.name):
             return self._matchers(sel)
         tag = "(sparse: absent while healthy) " if sel.name in SPARSE else ""
@@ -137,6 +141,16 @@ class Checker:
             except PrometheusError:
                 self._names = []
         return self._names
+
+
+def _anchored_name(sel: Selector) -> str:
+    """The one name `{__name__=~"^name$"}` selects (prometheus-adapter's seriesQuery style), else ""."""
+    for m in sel.matchers:
+        if m.label == "__name__" and m.op == "=~":
+            name = m.value.removeprefix("^").removesuffix("$")
+            if re.fullmatch(r"[A-Za-z_:][A-Za-z0-9_:]*", name):
+                return name
+    return ""
 
 
 def _family(sample: str, family: str) -> str:

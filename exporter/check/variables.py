@@ -277,7 +277,7 @@ def interpolate(expr: str, values: Mapping[str, Value], builtins: Mapping[str, s
         name = m.group(1) or m.group(3) or m.group(5)
         fmt = m.group(2) or m.group(4)
         if name in values:
-            return format_value(values[name], fmt)
+            return format_value(values[name], fmt, name)
         if name in extra:
             return extra[name]
         return m.group(0)
@@ -285,7 +285,7 @@ def interpolate(expr: str, values: Mapping[str, Value], builtins: Mapping[str, s
     return _VARIABLE.sub(replace, expr)
 
 
-def format_value(value: Value, fmt: str | None = None) -> str:
+def format_value(value: Value, fmt: str | None = None, name: str = "") -> str:
     """One variable's text in a query: Grafana's named formats, or the Prometheus data source's default."""
     items = list(value.values)
     if value.all_value is not None and fmt in (None, "regex", "pipe", "raw"):
@@ -295,8 +295,8 @@ def format_value(value: Value, fmt: str | None = None) -> str:
             return items[0].replace("\\", "\\\\").replace("'", "\\'") if items else ""
         escaped = [_regex_escape(v) for v in items]
         return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
-    name, _, arg = fmt.partition(":")
-    return _FORMATS.get(name, _FORMATS["glob"])(items, arg)
+    kind, _, _ = fmt.partition(":")
+    return _FORMATS.get(kind, _FORMATS["glob"])(items, name)
 
 
 def _regex_escape(value: str) -> str:
@@ -322,9 +322,9 @@ _FORMATS: dict[str, Callable[[list[str], str], str]] = {
     "doublequote": lambda v, _: ",".join(f'"{x}"' for x in v),
     "singlequote": lambda v, _: ",".join(f"'{x}'" for x in v),
     "sqlstring": lambda v, _: ",".join("'" + x.replace("'", "''") + "'" for x in v),
-    "distributed": lambda v, _: ",".join(v),
+    "distributed": lambda v, name: ",".join(v[:1] + [f"{name}={x}" for x in v[1:]]),
     "lucene": lambda v, _: _many(v, "(" + " OR ".join(f'"{x}"' for x in v) + ")"),
     "percentencode": lambda v, _: urllib.parse.quote(_many(v, "{" + ",".join(v) + "}"), safe=""),
-    "queryparam": lambda v, _: "&".join(f"var-NAME={urllib.parse.quote(x, safe='')}" for x in v),
+    "queryparam": lambda v, name: "&".join(f"var-{name}={urllib.parse.quote(x, safe='')}" for x in v),
     "date": lambda v, _: ",".join(v),
 }
