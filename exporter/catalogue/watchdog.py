@@ -18,8 +18,9 @@ QUERY_EMPTY = _g(
 )
 QUERY_EMPTY_REASON = _g(
     "llm_query_empty_reason",
-    "1 for each empty query, with why: never_present, disappeared, label_mismatch, operators (every selector "
-    "has series) or unknown; the full diagnosis is in the exporter's log.",
+    "1 for each empty query, with why: renamed (an engine release renamed the metric; the log names the "
+    "successor and the rewritten query), never_present, disappeared, label_mismatch, operators (every "
+    "selector has series) or unknown; the full diagnosis is in the exporter's log.",
     (*QUERY, "reason"),
 )
 QUERY_CHECK_ERRORS = counter(

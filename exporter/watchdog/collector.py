@@ -133,15 +133,16 @@ class WatchdogCollector:
         evaluator = Evaluator(prometheus)
         verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
         for query in queries:
-            outcome = evaluator.evaluate(query.expr)
+            outcome = evaluator.evaluate(query.expr, query.templating)
             where = f"{query.kind} {query.namespace}/{query.name} {query.location}"
             if outcome.status == "error":
                 message = "; ".join(outcome.reasons)
                 self._count(model.error_reason(outcome.http_status, message))
                 log.warning("query watchdog: %s: cannot check %r: %s", where, query.expr, message)
             elif outcome.status == "empty":
-                verdicts[query.key] = model.Verdict(True, model.empty_reason(outcome.reasons))
-                log.warning("query watchdog: %s: %r returns nothing: %s", where, query.expr, "; ".join(outcome.reasons))
+                verdicts[query.key] = model.Verdict(True, model.empty_reason(outcome.reasons, outcome.fix is not None))
+                why = "; ".join(outcome.reasons) + (f"; fix: {outcome.fix}" if outcome.fix else "")
+                log.warning("query watchdog: %s: %r returns nothing: %s", where, query.expr, why)
             else:  # data, or empty where the query says it is expected (allow-empty, sparse metrics)
                 verdicts[query.key] = model.Verdict(False)
         with self._lock:

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 DASHBOARD = "Dashboard"
 MAX_LOCATION = 120  # characters of a location label: panel titles can be long
 ERROR_REASONS = ("unreachable", "unauthorized", "bad_query", "credentials", "error")
-EMPTY_REASONS = ("never_present", "disappeared", "label_mismatch", "operators", "unknown")
+EMPTY_REASONS = ("renamed", "never_present", "disappeared", "label_mismatch", "operators", "unknown")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -25,7 +25,8 @@ class WatchedQuery:
     namespace: str
     name: str
     location: str  # trigger, or ConfigMap key and panel
-    expr: str
+    expr: str  # as written
+    templating: str | None = None  # Dashboard: the dashboard's variables (JSON), resolved at every run
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -69,16 +70,22 @@ def dashboard_queries(obj: dict[str, Any]) -> tuple[WatchedQuery, ...] | None:
         if not str(key).endswith(".json") or not isinstance(text, str):
             continue
         try:
-            exprs = dashboard_exprs(text)
+            templating, exprs = dashboard_exprs(text)
         except (ValueError, TypeError, AttributeError) as exc:  # one broken dashboard, not the others
             log.warning("ConfigMap %s/%s key %s: cannot read the dashboard: %s", namespace, name, key, exc)
             continue
-        out += [WatchedQuery(DASHBOARD, namespace, name, _bounded(f"{key} {where}"), e) for where, e in exprs]
+        out += [
+            WatchedQuery(DASHBOARD, namespace, name, _bounded(f"{key} {where}"), expr, templating)
+            for where, expr in exprs
+        ]
     return tuple(out) or None
 
 
-def empty_reason(reasons: Iterable[str]) -> str:
-    """The bounded label value for check's diagnosis (the first problem decides)."""
+def empty_reason(reasons: Iterable[str], renamed: bool = False) -> str:
+    """The bounded label value for check's diagnosis: renamed when a release history names the successor,
+    else the first problem decides."""
+    if renamed:
+        return "renamed"
     for text in reasons:
         if "never present" in text:
             return "never_present"
