@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from exporter.kube.records import AffinityTerm, Constraints, NodeRecord, Requirement, Taint, Toleration
 
+# what the scheduler holds against a cordoned node (NodeUnschedulable plugin) and what the node lifecycle
+# controller puts on a NotReady one; a pod that tolerates them may still be placed there
+UNSCHEDULABLE_TAINT: Taint = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
+NOT_READY_TAINT: Taint = ("node.kubernetes.io/not-ready", "", "NoSchedule")
+
 
 def tolerates(toleration: Toleration, taint: Taint) -> bool:
     """Kubernetes `Toleration.ToleratesTaint`."""
@@ -72,3 +77,10 @@ def eligible(node: NodeRecord, constraints: Constraints) -> bool:
     if constraints.affinity is not None and not any(term_matches(t, node) for t in constraints.affinity):
         return False
     return tolerates_all(constraints.tolerations, node.taints)
+
+
+def admits(node: NodeRecord, constraints: Constraints) -> bool:
+    """The scheduler may place the pod on `node`: `eligible`, and a cordoned or NotReady node only for a
+    pod that tolerates the unschedulable or not-ready taint (DaemonSet-like pods, tolerate-all pods)."""
+    implied = ((UNSCHEDULABLE_TAINT,) if node.cordoned else ()) + (() if node.ready else (NOT_READY_TAINT,))
+    return tolerates_all(constraints.tolerations, implied) and eligible(node, constraints)

@@ -1,7 +1,9 @@
 """Why an unschedulable GPU pod is Pending.
 
-For each resource a pod asks for, its *eligible* nodes are the schedulable nodes that offer the resource
-and that its nodeSelector, required node affinity and tolerations allow. With F = free counts there:
+For each resource a pod asks for, its *eligible* nodes are the nodes that offer the resource and that
+its nodeSelector, required node affinity and tolerations allow, as the scheduler filters them: a cordoned
+or NotReady node only for a pod that tolerates the unschedulable or not-ready taint (`admits`).
+With F = free counts there:
 
 - `constrained`: no eligible node at all;
 - `fits`: one eligible node has room now: the pod waits on something else (cpu, memory, backoff);
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from exporter.kube.capacity import Usage
-from exporter.kube.eligibility import eligible
+from exporter.kube.eligibility import admits
 from exporter.kube.records import ClaimRecord, Constraints, NodeRecord, PodRecord
 
 REASONS = ("fragmented", "insufficient", "constrained", "fits")  # also the order kept when truncating
@@ -70,7 +72,7 @@ def pending_pods(
     offering: dict[str, list[tuple[NodeRecord, int]]] = {}
     for u in usage:
         node = nodes[u.node]
-        if node.schedulable and u.allocatable > 0:
+        if u.allocatable > 0:
             offering.setdefault(u.resource, []).append((node, u.free))
     # the replicas of one workload share their Constraints object: evaluate eligibility once per shape
     free_by_shape: dict[tuple[int, str], list[int]] = {}
@@ -87,7 +89,7 @@ def pending_pods(
             if free is None:
                 keep_alive.append(pod.constraints)
                 free = free_by_shape[shape] = [
-                    f for node, f in offering.get(resource, ()) if eligible(node, pod.constraints)
+                    f for node, f in offering.get(resource, ()) if admits(node, pod.constraints)
                 ]
             out.append(PendingPod(pod.namespace, pod.name, resource, count, classify(count, free)))
     order = {reason: i for i, reason in enumerate(REASONS)}

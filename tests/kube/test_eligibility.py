@@ -128,3 +128,18 @@ def test_replicas_share_one_constraints_object() -> None:
     a = constraints_of(pod("vllm-0", 1, node_selector={"pool": "inference"}, tolerations=TOLERATE_GPU)["spec"])
     b = constraints_of(pod("vllm-1", 1, node_selector={"pool": "inference"}, tolerations=TOLERATE_GPU)["spec"])
     assert a is b
+
+
+def test_a_cordoned_or_not_ready_node_admits_only_pods_that_tolerate_it() -> None:
+    # the real kube-scheduler places a pod that tolerates node.kubernetes.io/unschedulable on a cordoned node
+    from exporter.kube.eligibility import admits
+    from exporter.kube.records import Constraints, NodeRecord
+
+    cordoned, not_ready = NodeRecord("c", cordoned=True), NodeRecord("r", ready=False)
+    plain = Constraints()
+    everything = Constraints(tolerations=(("", "Exists", "", ""),))
+    cordon_only = Constraints(tolerations=(("node.kubernetes.io/unschedulable", "Exists", "", "NoSchedule"),))
+    assert not admits(cordoned, plain) and not admits(not_ready, plain)
+    assert admits(cordoned, everything) and admits(not_ready, everything)
+    assert admits(cordoned, cordon_only) and not admits(not_ready, cordon_only)
+    assert admits(NodeRecord("ok"), plain)

@@ -1,0 +1,226 @@
+"""Generated GPU clusters for the real scheduler, and the test's own reading of the scheduler's result.
+
+A `Scenario` is nodes (GPU and MIG capacities, labels, taints, cordons, NotReady) and pods (GPU limits in
+app and init containers, RuntimeClass overhead, nodeSelector, required node affinity, tolerations), each
+pod asking for one GPU resource. `manifests` turns them into API objects; the oracle (`passes`,
+`expected_reason`) is written from the scheduler's filter plugins (NodeUnschedulable, TaintToleration,
+NodeAffinity), independently of exporter/kube, and it reads the objects as the API server stored them
+(the controllers' taints, the admission plugins' default tolerations).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from hypothesis import strategies as st
+
+GPU = "nvidia.com/gpu"
+MIG = "nvidia.com/mig-1g.10gb"
+OVERHEAD_CLASS = "gpu-overhead"  # RuntimeClass whose overhead is one nvidia.com/gpu
+OVERHEAD = {GPU: 1}
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    gpus: int
+    migs: int
+    labels: tuple[tuple[str, str], ...]
+    taints: tuple[tuple[str, str, str], ...]
+    cordoned: bool
+    ready: bool
+
+
+@dataclass(frozen=True)
+class PodSpec:
+    resource: str
+    app: tuple[int, ...]
+    init: tuple[int, ...]
+    overhead: bool
+    selector: tuple[tuple[str, str], ...]
+    affinity: tuple[tuple[tuple[str, str, tuple[str, ...]], ...], ...] | None  # terms of requirements
+    tolerations: tuple[tuple[str, str, str, str], ...]  # key, operator, value, effect
+
+    @property
+    def effective(self) -> int:
+        """The scheduler's pod request: max(sum of app, largest init) plus overhead."""
+        base = max(sum(self.app), max(self.init, default=0))
+        return base + (OVERHEAD.get(self.resource, 0) if self.overhead else 0)
+
+
+TAINTS = (("gpu", "true", "NoSchedule"), ("dedicated", "infer", "NoExecute"), ("spot", "yes", "PreferNoSchedule"))
+TOLERATIONS = (
+    ("gpu", "Equal", "true", "NoSchedule"),
+    ("dedicated", "Exists", "", ""),
+    ("spot", "Equal", "no", ""),
+    (UNSCHEDULABLE_TAINT, "Exists", "", "NoSchedule"),
+    ("", "Exists", "", ""),  # tolerates every taint, as DaemonSet-like pods do
+)
+REQUIREMENTS = (
+    ("zone", "In", ("a",)),
+    ("zone", "NotIn", ("b",)),
+    ("zone", "DoesNotExist", ()),
+    ("gpu.memory", "Exists", ()),
+    ("gpu.memory", "Gt", ("20",)),
+    ("gpu.memory", "Lt", ("50",)),
+)
+
+# weighted towards plain, schedulable GPU nodes and unconstrained pods, so that fragmented and insufficient
+# cases come up as often as constrained ones
+nodes_st = st.builds(
+    NodeSpec,
+    gpus=st.sampled_from((0, 1, 1, 2, 2, 4, 8)),
+    migs=st.sampled_from((0, 0, 2, 7)),
+    labels=st.tuples(st.sampled_from(("", "a", "b")), st.sampled_from(("", "16", "40", "80"))).map(
+        lambda z: tuple((k, v) for k, v in (("zone", z[0]), ("gpu.memory", z[1])) if v)
+    ),
+    taints=st.sampled_from(((), (), (), (TAINTS[0],), (TAINTS[1],), (TAINTS[2],), TAINTS[:2])),
+    cordoned=st.sampled_from((False, False, False, False, True)),
+    ready=st.sampled_from((True, True, True, True, False)),
+)
+pods_st = st.builds(
+    PodSpec,
+    resource=st.sampled_from((GPU, GPU, GPU, MIG)),
+    app=st.tuples(st.integers(1, 4)) | st.tuples(st.integers(0, 3), st.integers(1, 3)),
+    init=st.sampled_from(((), (), (), (0,), (3,), (6,))),
+    overhead=st.sampled_from((False, False, True)),
+    selector=st.sampled_from(((), (), (), (("zone", "a"),), (("zone", "b"),))),
+    affinity=st.none()
+    | st.none()
+    | st.lists(
+        st.lists(st.sampled_from(REQUIREMENTS), min_size=1, max_size=2, unique=True).map(tuple),
+        min_size=1,
+        max_size=2,
+    ).map(tuple),
+    tolerations=st.sampled_from(((), (), ()))
+    | st.lists(st.sampled_from(TOLERATIONS), unique=True, min_size=1, max_size=2).map(tuple),
+).map(lambda p: replace(p, overhead=p.overhead and p.resource == GPU))  # the RuntimeClass adds nvidia.com/gpu
+
+
+@dataclass(frozen=True)
+class Scenario:
+    nodes: tuple[NodeSpec, ...]
+    pods: tuple[PodSpec, ...]
+
+
+scenarios = st.builds(
+    Scenario,
+    nodes=st.lists(nodes_st, min_size=2, max_size=5).map(tuple),
+    pods=st.lists(pods_st, min_size=1, max_size=6).map(tuple),
+)
+
+
+def node_manifest_args(spec: NodeSpec) -> dict[str, Any]:
+    capacity = {name: str(n) for name, n in ((GPU, spec.gpus), (MIG, spec.migs)) if n}
+    taints = [{"key": k, "value": v, "effect": e} for k, v, e in spec.taints]
+    return {
+        "capacity": capacity,
+        "labels": dict(spec.labels),
+        "taints": taints,
+        "unschedulable": spec.cordoned,
+        "ready": spec.ready,
+    }
+
+
+def pod_manifest(spec: PodSpec, name: str, namespace: str) -> Obj:
+    def container(prefix: str, i: int, count: int) -> Obj:
+        limits = {spec.resource: str(count)} if count else {}
+        return {"name": f"{prefix}{i}", "image": "gpu-workload", "resources": {"limits": limits}}
+
+    body: Obj = {
+        "containers": [container("app", i, n) for i, n in enumerate(spec.app)],
+        "initContainers": [container("init", i, n) for i, n in enumerate(spec.init)],
+        "nodeSelector": dict(spec.selector),
+        "tolerations": [
+            {k: v for k, v in zip(("key", "operator", "value", "effect"), t, strict=True) if v}
+            for t in spec.tolerations
+        ],
+    }
+    if spec.overhead:
+        body["runtimeClassName"] = OVERHEAD_CLASS
+    if spec.affinity is not None:
+        terms = [
+            {"matchExpressions": [{"key": k, "operator": o, **({"values": list(v)} if v else {})} for k, o, v in term]}
+            for term in spec.affinity
+        ]
+        body["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+        }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": body}
+
+
+# -- the oracle: the scheduler's filters over the stored objects --------------------------------------------
+
+
+def _tolerated(tolerations: list[Obj], key: str, value: str, effect: str) -> bool:
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != effect:
+            continue
+        if t.get("key") and t["key"] != key:
+            continue
+        if t.get("operator", "Equal") == "Exists" or t.get("value", "") == value:
+            return True
+    return False
+
+
+def _requirement(expression: Obj, labels: dict[str, str]) -> bool:
+    key, op, values = expression["key"], expression["operator"], expression.get("values") or []
+    present = key in labels
+    if op == "In":
+        return present and labels[key] in values
+    if op == "NotIn":
+        return not present or labels[key] not in values
+    if op == "Exists":
+        return present
+    if op == "DoesNotExist":
+        return not present
+    if op in ("Gt", "Lt") and present and labels[key].isdigit():
+        return int(labels[key]) > int(values[0]) if op == "Gt" else int(labels[key]) < int(values[0])
+    return False
+
+
+def passes(node: Obj, pod: Obj) -> bool:
+    """NodeUnschedulable, TaintToleration and NodeAffinity (nodeSelector included) all let `pod` on `node`."""
+    spec, labels = pod["spec"], node["metadata"].get("labels") or {}
+    tolerations = spec.get("tolerations") or []
+    if node["spec"].get("unschedulable") and not _tolerated(tolerations, UNSCHEDULABLE_TAINT, "", "NoSchedule"):
+        return False
+    for taint in node["spec"].get("taints") or []:
+        if taint["effect"] in ("NoSchedule", "NoExecute") and not _tolerated(
+            tolerations, taint["key"], taint.get("value", ""), taint["effect"]
+        ):
+            return False
+    if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (
+        (spec.get("affinity") or {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    )
+    if required is None:
+        return True
+    return any(
+        term.get("matchExpressions") and all(_requirement(e, labels) for e in term["matchExpressions"])
+        for term in required["nodeSelectorTerms"]
+    )
+
+
+def classify(requested: int, free: list[int]) -> str:
+    """DESIGN.md's reasons, given the free counts of the eligible nodes."""
+    if not free:
+        return "constrained"
+    if max(free) >= requested:
+        return "fits"
+    return "fragmented" if sum(free) >= requested else "insufficient"
+
+
+def insufficient_count(pod: Obj, resource: str) -> int | None:
+    """How many nodes the scheduler's last verdict failed only for lack of `resource` (None: no verdict)."""
+    for condition in pod["status"].get("conditions") or []:
+        if condition["type"] == "PodScheduled" and condition.get("reason") == "Unschedulable":
+            verdict = condition.get("message", "").split("preemption:")[0]
+            found = re.search(rf"(\d+) Insufficient {re.escape(resource)}\b", verdict)
+            return int(found.group(1)) if found else 0
+    return None
