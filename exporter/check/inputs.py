@@ -124,16 +124,37 @@ def adapter_queries(rules: list[Any], source: str, section: str) -> Iterator[Que
             continue
         where = f"adapter {section} rule {i} ({(rule.get('name') or {}).get('as') or rule['seriesQuery']})"
         yield Query(source, f"{where} seriesQuery", rule["seriesQuery"], kind="adapter")
-        if isinstance(rule.get("metricsQuery"), str):
+        # a seriesQuery matching many names runs its metricsQuery once per discovered name: its seriesQuery
+        # is what can go empty
+        if isinstance(rule.get("metricsQuery"), str) and _series_name(rule["seriesQuery"]):
             expanded = expand_adapter_template(rule["metricsQuery"], rule)
             yield Query(source, f"{where} metricsQuery", expanded, raw=rule["metricsQuery"], kind="adapter")
+
+
+def _series_name(series_query: str) -> str:
+    """The one metric name a seriesQuery selects (`name{…}`, `{__name__="name"}`, `{__name__=~"^name$"}`)."""
+    m = re.search(r'__name__=~?"\^?([^"]*?)\$?"', series_query)
+    name = m.group(1) if m else re.sub(r"\{.*", "", series_query, flags=re.S).strip()
+    return name if re.fullmatch(r"[A-Za-z_:][A-Za-z0-9_:]*", name) else ""
+
+
+def resource_rule_queries(rules: Mapping[str, Any], source: str) -> Iterator[Query]:
+    """`resourceRules` (the adapter's metrics API): per resource a containerQuery and a nodeQuery."""
+    for resource, rule in rules.items():
+        if not isinstance(rule, dict):
+            continue
+        labels = [str(label) for label in ((rule.get("resources") or {}).get("overrides") or {})]
+        for key, scope in (("containerQuery", ["namespace", "pod"]), ("nodeQuery", ["node"])):
+            if isinstance(rule.get(key), str):
+                used = {**rule, "resources": {"overrides": dict.fromkeys(x for x in labels if x in scope)}}
+                expanded = expand_adapter_template(rule[key], used)
+                yield Query(source, f"adapter resourceRules {resource} {key}", expanded, raw=rule[key], kind="adapter")
 
 
 def expand_adapter_template(template: str, rule: Mapping[str, Any]) -> str:
     """`<<.Series>>` is the series' name; `<<.LabelMatchers>>` selects every object (`label!=""` for each
     resource label); `<<.GroupBy>>` is the resource labels the adapter groups by."""
-    series = re.search(r'__name__=~?"\^?([^"$]+)\$?"', rule["seriesQuery"])
-    name = series.group(1) if series else re.sub(r"\{.*", "", rule["seriesQuery"]).strip()
+    name = _series_name(str(rule.get("seriesQuery", "")))
     overrides = ((rule.get("resources") or {}).get("overrides") or {}).keys()
     labels = [str(label) for label in overrides] or ["namespace"]
     matchers = ",".join(f'{label}!=""' for label in labels)
@@ -165,13 +186,16 @@ def document_queries(
     if isinstance(rules, dict):  # the adapter's Helm values: rules.custom / rules.external
         rules = {k: v for k, v in rules.items() if isinstance(v, list)}
         return (q for section, rs in rules.items() for q in adapter_queries(rs, source, section))
-    if isinstance(rules, list) or isinstance(doc.get("externalRules"), list):  # the adapter's own config file
-        return (
-            q
-            for section in ("rules", "externalRules")
-            for q in adapter_queries(doc.get(section) or [], source, section)
-        )
+    if isinstance(rules, list) or isinstance(doc.get("externalRules"), list) or "resourceRules" in doc:
+        return _adapter_config(doc, source)  # the adapter's own config file
     return None
+
+
+def _adapter_config(doc: Mapping[str, Any], source: str) -> Iterator[Query]:
+    for section in ("rules", "externalRules"):
+        yield from adapter_queries(doc.get(section) or [], source, section)
+    if isinstance(doc.get("resourceRules"), dict):
+        yield from resource_rule_queries(doc["resourceRules"], source)
 
 
 def _config_map(

@@ -1,0 +1,63 @@
+"""Reading real files (tests/fixtures/check_corpus): adapter templates expanded as the adapter does, ConfigMaps
+holding configs, bad input named; the derived release history has not drifted from its source."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from exporter.check import history
+from exporter.check.diagnosis import Running, explain
+from exporter.check.inputs import BadFileError, file_queries
+from tests.peers import peer
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "check_corpus"
+
+
+def test_adapter_resource_rules_in_a_configmap_are_expanded_and_valid_promql(tmp_path: Path) -> None:
+    queries = file_queries(CORPUS / "prometheus-adapter-config-map.yaml")
+    assert [q.where for q in queries] == [
+        f"adapter resourceRules {r} {k}" for r in ("cpu", "memory") for k in ("containerQuery", "nodeQuery")
+    ]
+    assert 'node_cpu_usage_seconds_total{node!=""}[4m]' in queries[1].expr
+    assert queries[2].expr.startswith('sum by (namespace,pod) (\n  container_memory_working_set_bytes{namespace!=""')
+    assert all("<<" not in q.expr for q in queries)
+    rules = [{"record": f"check:q{i}", "expr": q.expr} for i, q in enumerate(queries)]
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump({"groups": [{"name": "q", "rules": rules}]}))
+    done = subprocess.run(
+        [peer("promtool"), "check", "rules", str(tmp_path / "r.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_adapters_published_sample_is_reported_as_invalid_yaml() -> None:
+    path = CORPUS / "prometheus-adapter-sample-config.yaml"
+    with pytest.raises(BadFileError, match=rf"(?s)^{re.escape(str(path))}: not valid YAML: .*line 30, column 70"):
+        file_queries(path)
+
+
+def test_derived_history_matches_its_source() -> None:
+    if not history.SOURCE.exists():  # the per-release table lives in the source checkout
+        pytest.fail(f"{history.SOURCE} is missing")
+    assert history.main([]) == 0
+
+
+def test_diagnosis_of_a_histogram_sample_names_its_family() -> None:
+    running = {"vllm": Running("vllm", "0.32.0", "from llm_engine_info")}
+    got = explain("vllm:time_per_output_token_seconds_bucket", running)
+    assert got is not None and got.replacement == "vllm:inter_token_latency_seconds"
+    assert got.text.startswith("vllm:time_per_output_token_seconds was removed in vLLM 0.15.0")
+    assert explain("lmcache:num_hit_tokens_total", running) is None  # no release table knows it: fallback
+
+
+def test_a_name_newer_than_the_running_release_says_so() -> None:
+    got = explain("vllm:kv_cache_usage_perc", {"vllm": Running("vllm", "0.6.3", "inferred from its series")})
+    assert got is not None and "first appears in vLLM" in got.text and got.replacement is None
