@@ -70,13 +70,15 @@ def test_the_review_answers_both_ways(installed: Cluster) -> None:
 def test_real_requests_with_the_issued_token(installed: Cluster) -> None:
     token = installed.service_account_token(NAMESPACE, "llm-exporter-cluster")
     ok = ["/api/v1/nodes", "/api/v1/pods", "/apis/resource.k8s.io/v1/resourceslices",
-          "/apis/resource.k8s.io/v1/resourceclaims", "/api/v1/pods?watch=1&timeoutSeconds=1"]  # fmt: skip
+          "/apis/resource.k8s.io/v1/resourceclaims", "/api/v1/pods?watch=1&timeoutSeconds=1",
+          "/api/v1/configmaps?labelSelector=grafana_dashboard", "/apis/keda.sh/v1alpha1/scaledobjects",
+          "/apis/keda.sh/v1alpha1/scaledjobs"]  # fmt: skip
     for path in ok:
         assert installed.request("GET", path, token=token)[0] == 200, path
     denied = [
         ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/anything"),  # get of one object: never needed
         ("GET", "/api/v1/secrets"),
-        ("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps"),
+        ("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/anything"),  # the watchdog lists, never gets
         ("POST", f"/api/v1/namespaces/{NAMESPACE}/configmaps"),
         ("DELETE", "/api/v1/nodes/anything"),
         ("GET", "/apis/monitoring.coreos.com/v1/servicemonitors"),
