@@ -3,6 +3,7 @@ holding configs, bad input named; the derived release history has not drifted fr
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -61,3 +62,52 @@ def test_diagnosis_of_a_histogram_sample_names_its_family() -> None:
 def test_a_name_newer_than_the_running_release_says_so() -> None:
     got = explain("vllm:kv_cache_usage_perc", {"vllm": Running("vllm", "0.6.3", "inferred from its series")})
     assert got is not None and "first appears in vLLM" in got.text and got.replacement is None
+
+
+def test_library_panels_scaledjobs_grafana_alerts_and_multi_document_yaml(tmp_path: Path) -> None:
+    # shapes as Grafana exports them ("Export for sharing externally": library panels under __elements) and
+    # as Grafana's alerting provisioning and KEDA document them
+    board = {
+        "__elements": {"lib1": {"kind": 1, "model": {"title": "lib", "targets": [{"refId": "A", "expr": "up"}]}}},
+        "panels": [{"title": "from library", "libraryPanel": {"uid": "lib1", "name": "lib"}}],
+    }
+    alerts = {
+        "apiVersion": 1,
+        "groups": [
+            {
+                "orgId": 1,
+                "name": "g",
+                "folder": "f",
+                "rules": [
+                    {
+                        "uid": "r",
+                        "title": "queue",
+                        "condition": "B",
+                        "data": [
+                            {
+                                "refId": "A",
+                                "datasourceUid": "p",
+                                "model": {"expr": "max(x[$__interval])", "refId": "A"},
+                            },
+                            {"refId": "B", "datasourceUid": "__expr__", "model": {"type": "threshold", "refId": "B"}},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    job = {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledJob",
+        "metadata": {"name": "batch"},
+        "spec": {"triggers": [{"type": "prometheus", "name": "q", "metadata": {"query": "sum(y)", "threshold": "1"}}]},
+    }
+    (tmp_path / "board.json").write_text(json.dumps(board))
+    (tmp_path / "many.yaml").write_text(yaml.safe_dump_all([alerts, {"kind": "Deployment"}, job]))
+    assert [(q.where, q.expr, q.kind) for q in file_queries(tmp_path / "board.json")] == [
+        ("panel 'from library' query A", "up", "dashboard")
+    ]
+    assert [(q.source, q.where, q.expr, q.kind) for q in file_queries(tmp_path / "many.yaml")] == [
+        (f"{tmp_path / 'many.yaml'} document 1", "grafana alert 'queue' query A", "max(x[1m])", "grafana-alert"),
+        (f"{tmp_path / 'many.yaml'} document 3", "ScaledJob batch trigger q", "sum(y)", "keda"),
+    ]
