@@ -36,7 +36,8 @@ class Target:
 
     url: str
     labels: dict[str, str] = field(default_factory=dict)  # namespace, pod: the series identity
-    engine: Literal["vllm"] = "vllm"
+    # auto: the engine is found from its metrics body; a name overrides (and picks its metrics path)
+    engine: Literal["auto", "vllm", "sglang", "tgi", "trtllm", "llamacpp", "lmdeploy"] = "auto"
 
     def validate(self) -> list[str]:
         errors = []

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from exporter.catalogue import engine as m
 from exporter.collect import Collector
 from exporter.config import Engines
-from exporter.engines import mapping, parser
-from exporter.engines.releases import Releases, load
+from exporter.engines import mapping, parser, registry
+from exporter.engines.engine import Engine
+from exporter.engines.releases import Releases
 from exporter.engines.targets import EngineTarget, from_static
 from exporter.exposition import Family
 from exporter.sources import http
@@ -40,8 +41,9 @@ MAX_WORKERS = 16
 class Outcome:
     target: EngineTarget
     mapped: mapping.Mapped | None
-    error: str  # "" on success, else a FetchError reason or "parse"
+    error: str  # "" on success, else a FetchError reason, "metrics_disabled" (HTTP 501) or "parse"
     seconds: float
+    engine: str = ""  # the engine found in the body (or configured); "" to keep the target's
 
 
 class EngineCollector:
@@ -58,10 +60,11 @@ class EngineCollector:
         self._config = config
         self._static = [from_static(t) for t in config.targets]
         self._discovered = discovered
-        self._releases = releases or load()
+        self._releases = releases  # a vLLM table to use instead of the packaged one (tests)
         self._pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="engine-scrape")
         self._limits = mapping.Limits(config.max_series_per_target, config.max_label_value_length)
         self._versions: dict[str, tuple[str | None, float]] = {}
+        self._engines: dict[str, Engine] = {}  # metrics URL → engine detected in its body
         self._lock = threading.Lock()
 
     def targets(self) -> list[EngineTarget]:
@@ -95,26 +98,56 @@ class EngineCollector:
 
     def _scrape(self, target: EngineTarget, deadline: float) -> Outcome:
         start = time.monotonic()
-        cfg = self._config
         if deadline - start < 0.05:
             return Outcome(target, None, "timeout", 0.0)  # queued past the deadline: no time left to fetch
+        raw = b""
+        engine = registry.ENGINES.get(target.engine) or self._engines.get(target.metrics_url)
+        name = engine.name if engine else ""
         try:
-            version = self._version(target, deadline)
-            left = max(0.05, deadline - time.monotonic())
-            raw = http.get(target.metrics_url, timeout=left, max_bytes=cfg.max_response_bytes)
+            url, raw = self._fetch(target, engine, deadline)
             body = raw.decode("utf-8", errors="replace")
-            mapped = mapping.map_body(body, target.identity, version, self._releases, self._limits)
+            if engine is None:
+                # no hint: the body says which engine it is (trtllm-serve's path says so when its names don't);
+                # a body no engine's prefix marks is read as vLLM's, the exporter's historical default
+                found = registry.detect(body) or (registry.get("trtllm") if url != target.metrics_url else None)
+                engine = found or registry.get(registry.FALLBACK)
+                if found is not None:
+                    with self._lock:
+                        self._engines[target.metrics_url] = found
+                name = engine.name
+            version = self._version(target, engine, deadline)
+            identity = {**target.identity, "engine": engine.name}
+            releases = self._releases if self._releases is not None and engine.name == "vllm" else engine.releases()
+            mapped = mapping.map_body(body, identity, version, releases, self._limits, engine)
         except http.FetchError as exc:
             self._forget_version(target)
             log.debug("engine %s: %s", target.metrics_url, exc)
-            return Outcome(target, None, exc.reason, time.monotonic() - start)
+            # llama.cpp answers 501 when started without --metrics: say so rather than a bare status
+            reason = "metrics_disabled" if exc.detail == "HTTP 501" else exc.reason
+            return Outcome(target, None, reason, time.monotonic() - start, name)
         except parser.ParseError as exc:
             # the kind of fault only: a misconfigured target could serve anything, and bodies are never logged
             log.debug("engine %s: unparsable body (%s, %d bytes)", target.metrics_url, str(exc).split(":")[0], len(raw))
-            return Outcome(target, None, "parse", time.monotonic() - start)
-        return Outcome(target, mapped, "", time.monotonic() - start)
+            return Outcome(target, None, "parse", time.monotonic() - start, name)
+        return Outcome(target, mapped, "", time.monotonic() - start, name)
 
-    def _version(self, target: EngineTarget, deadline: float) -> str | None:
+    def _fetch(self, target: EngineTarget, engine: Engine | None, deadline: float) -> tuple[str, bytes]:
+        """(URL, body) of the target's Prometheus text. trtllm-serve serves it at /prometheus/metrics (its
+        /metrics is JSON): used when the engine is trtllm, or when an unknown engine's /metrics is JSON."""
+        limit = self._config.max_response_bytes
+        alternate = target.base_url + "/prometheus/metrics"
+        url = target.metrics_url
+        if engine is not None and engine.metrics_path != "/metrics" and url == target.base_url + "/metrics":
+            url = target.base_url + engine.metrics_path
+        raw = http.get(url, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit)
+        if engine is None and raw.lstrip()[:1] in (b"[", b"{") and url == target.base_url + "/metrics":
+            raw = http.get(alternate, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit)
+            url = alternate
+        return url, raw
+
+    def _version(self, target: EngineTarget, engine: Engine, deadline: float) -> str | None:
+        if engine.version_path is None:
+            return None  # LMDeploy: no version endpoint; the release is inferred from the names
         now = time.monotonic()
         with self._lock:
             cached = self._versions.get(target.metrics_url)
@@ -123,8 +156,9 @@ class EngineCollector:
         version: str | None = None
         try:
             # /version gets at most half the budget: the metrics matter more than their label
-            raw = http.get(target.version_url, timeout=max(0.05, (deadline - now) / 2), max_bytes=4096, accept="*/*")
-            value = json.loads(raw).get("version")
+            url = target.base_url + engine.version_path
+            raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 16, accept="*/*")
+            value = json.loads(raw).get(engine.version_field)
             version = value if isinstance(value, str) and value else None
         except (http.FetchError, ValueError, AttributeError):
             version = None  # older servers have no /version: the release is inferred from the names
@@ -145,7 +179,7 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
     dropped = Family(m.SERIES_DROPPED)
     for outcome in sorted(outcomes, key=lambda o: (o.target.namespace, o.target.pod, o.target.metrics_url)):
         t = outcome.target
-        source = (t.namespace, t.pod, t.engine)
+        source = (t.namespace, t.pod, outcome.engine or registry.label_of(t.engine))
         up.add(source, 0.0 if outcome.mapped is None else 1.0)
         duration.add(source, outcome.seconds)
         if outcome.mapped is None:

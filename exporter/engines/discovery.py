@@ -8,7 +8,7 @@ with `<prefix>/scrape: "true"` become targets, and only their own pod IP is ever
         llm-exporter.io/scrape: "true"
         llm-exporter.io/port: "8000"        # default: engines.kubernetes_discovery.default_port
         llm-exporter.io/path: "/metrics"    # default: default_path
-        llm-exporter.io/engine: "vllm"
+        llm-exporter.io/engine: "sglang"    # optional: default auto (found from the metrics body)
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from exporter.config import KubernetesDiscovery
+from exporter.engines import registry
 from exporter.engines.targets import EngineTarget, from_url
 
-ENGINES = ("vllm",)
+ENGINES = (registry.AUTO, *registry.NAMES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +54,7 @@ def target_for(pod: PodRecord, config: KubernetesDiscovery) -> EngineTarget | No
         return None
     annotations = dict(pod.annotations)
     prefix = config.annotation_prefix
-    engine = annotations.get(f"{prefix}/engine", "vllm")
+    engine = annotations.get(f"{prefix}/engine", registry.AUTO)
     port = annotations.get(f"{prefix}/port", str(config.default_port))
     path = annotations.get(f"{prefix}/path", config.default_path)
     if engine not in ENGINES or not port.isdigit() or not 0 < int(port) < 65536 or not path.startswith("/"):

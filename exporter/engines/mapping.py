@@ -4,6 +4,10 @@ For each canonical metric, the running release's *expected* source is the first 
 that the release exposes. `llm_metric_present` says whether it was found. A canonical metric whose source
 is missing is left absent, never reported as 0: a fake 0 is the silent failure this exporter exists to
 expose (KEDA reads an empty result as 0 and scales down at peak).
+
+Engine-neutral: the engine (`engine.Engine`) says which families carry each canonical metric and how its
+labels map to ours. Engines that create series on first use (`lazy_series`) report a missing source only
+once they have served a request (a non-zero `activity` counter): a fresh, idle SGLang or TGI is not broken.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from functools import cache, lru_cache
 
 from exporter.catalogue.spec import MetricSpec, MetricType
 from exporter.engines import parser, vllm
+from exporter.engines.engine import Engine
 from exporter.engines.releases import Release, Releases, parse_version
 from exporter.exposition import escape_label_value
 
 IDENTITY = ("namespace", "pod", "engine")
 DROP_REASONS = ("series_limit", "label_too_long", "duplicate")
+VLLM = tuple(vllm.LABEL_RENAMES.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,39 +51,53 @@ def _suffixes(spec: MetricSpec) -> tuple[str, ...]:
 
 
 @cache
-def wanted_samples() -> dict[str, tuple[MetricSpec, str]]:
-    """Every vLLM sample name any release may expose for a canonical metric → (spec, suffix)."""
+def wanted_samples(engine: Engine = vllm.SPEC) -> dict[str, tuple[MetricSpec, str]]:
+    """Every sample name any release of `engine` may expose for a canonical metric → (spec, suffix)."""
     return {
         source + suffix: (spec, suffix)
-        for spec, sources in vllm.SOURCES.items()
+        for spec, sources in engine.sources.items()
         for source in sources
         for suffix in _suffixes(spec)
     }
 
 
 @cache
-def source_families() -> frozenset[str]:
-    return frozenset(source for sources in vllm.SOURCES.values() for source in sources)
+def source_families(engine: Engine = vllm.SPEC) -> frozenset[str]:
+    return engine.source_families()
 
 
 @cache
-def expected_sources(release: Release) -> dict[MetricSpec, str]:
-    """Canonical metric → the source family `release` should expose for it (metrics it has none for: absent)."""
+def _parsed_names(engine: Engine) -> frozenset[str]:
+    return frozenset(wanted_samples(engine)) | frozenset(engine.activity)
+
+
+@cache
+def expected_sources(release: Release, engine: Engine = vllm.SPEC) -> dict[MetricSpec, str]:
+    """Canonical metric → the source family `release` should expose for it (metrics it has none for: absent).
+
+    A summary (TGI before 0.5) never stands in for a histogram: the canonical metric is then absent.
+    """
     expected = {}
-    for spec, sources in vllm.SOURCES.items():
+    for spec, sources in engine.sources.items():
         for source in sources:
+            if spec.type is MetricType.HISTOGRAM and source in release.summaries:
+                continue
             if source in release.expected:
                 expected[spec] = source
                 break
     return expected
 
 
-def choose_release(releases: Releases, version_text: str | None, families: set[str]) -> tuple[Release, str, str]:
+def choose_release(
+    releases: Releases, version_text: str | None, families: set[str], engine: Engine = vllm.SPEC
+) -> tuple[Release, str, str]:
     """(release whose mapping applies, version label, version_source)."""
+    if version_text in engine.unknown_versions:
+        version_text = None  # an answer that says nothing (llama.cpp sdist builds: b0-unknown)
     key = parse_version(version_text) if version_text else None
     if key is not None:
         return releases.at(key), version_text or "", "endpoint"
-    inferred = releases.infer(families, source_families())
+    inferred = releases.infer(families, source_families(engine))
     return inferred, inferred.version, "inferred"
 
 
@@ -91,20 +111,25 @@ def map_body(
     version_text: str | None,
     releases: Releases,
     limits: Limits = Limits(),
+    engine: Engine = vllm.SPEC,
 ) -> Mapped:
-    """Map a vLLM /metrics body. Raises parser.ParseError on a body that is not the text format."""
-    wanted = wanted_samples()
-    parsed = parser.parse(body, wanted, vllm.FAMILY_PREFIX)
-    families = parsed.families | {_family_of(name, wanted[name][1]) for name in parsed.samples}
+    """Map an engine's /metrics body. Raises parser.ParseError on a body that is not the text format."""
+    wanted = wanted_samples(engine)
+    parsed = parser.parse(body, _parsed_names(engine), engine.family_prefix)
+    families = parsed.families | {_family_of(name, wanted[name][1]) for name in parsed.samples if name in wanted}
     families |= {f + "_total" for f in parsed.families}  # some clients declare counters without `_total`
-    release, version, version_source = choose_release(releases, version_text, families)
+    release, version, version_source = choose_release(releases, version_text, families, engine)
+    # a lazy engine's missing series are only news once it has served a request
+    judge_missing = not engine.lazy_series or _active(parsed, engine)
     result = Mapped(version=version, version_source=version_source)
     result.unmapped = sum(1 for f in parsed.families if not _known(f, releases.known))
     head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
+    renames = tuple(engine.label_renames.items())
     budget = limits.max_series
-    for spec, source in expected_sources(release).items():
+    for spec, source in expected_sources(release, engine).items():
         found = source in families
-        result.present[spec] = (source, found)
+        if found or judge_missing:
+            result.present[spec] = (source, found)
         if not found:
             continue
         out = result.samples.setdefault(spec, [])
@@ -113,8 +138,13 @@ def map_body(
                 result.dropped["series_limit"] += len(group)
                 continue
             budget -= len(group)
-            out.extend((suffix, _label_block(head, labels), value) for suffix, labels, value in group)
+            out.extend((suffix, _label_block(head, labels, renames), value) for suffix, labels, value in group)
     return result
+
+
+def _active(parsed: parser.ParsedBody, engine: Engine) -> bool:
+    """Whether one of the engine's request counters is above zero."""
+    return any(value > 0 for name in engine.activity for _, value in parsed.samples.get(name, ()))
 
 
 Sample = tuple[str, tuple[tuple[str, str], ...], float]  # (suffix, source labels, value)
@@ -171,14 +201,17 @@ def _known(family: str, known: frozenset[str]) -> bool:
 
 
 @lru_cache(maxsize=1 << 16)  # the same series recur at every scrape
-def _label_block(head: str, labels: tuple[tuple[str, str], ...]) -> str:
+def _label_block(head: str, labels: tuple[tuple[str, str], ...], renames: tuple[tuple[str, str], ...] = VLLM) -> str:
+    """Our label block: identity, then `model` and `dp_rank` (from the engine's labels, renamed), then the rest."""
     model = dp_rank = ""
     rest = []
     le = None
+    ours = dict(renames)
     for key, value in labels:
-        if key == "model_name":
+        target = ours.get(key)
+        if target == "model":
             model = value
-        elif key == "engine":
+        elif target == "dp_rank":
             dp_rank = value
         elif key == "le":
             le = value

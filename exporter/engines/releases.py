@@ -40,6 +40,7 @@ class Release:
     version: str
     key: Version
     expected: frozenset[str]  # families exposed by default, without flags
+    summaries: frozenset[str] = frozenset()  # families exposed as summaries (TGI < 0.5): not histograms
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,11 @@ class EngineTarget:
     engine: str
 
     @property
+    def base_url(self) -> str:
+        """The engine's root (the version URL without `/version`): its other endpoints hang off it."""
+        return self.version_url[: -len("/version")]
+
+    @property
     def identity(self) -> dict[str, str]:
         return {"namespace": self.namespace, "pod": self.pod, "engine": self.engine}
 

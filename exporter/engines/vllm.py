@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from exporter.catalogue import engine as m
 from exporter.catalogue.spec import MetricSpec
+from exporter.engines.engine import Engine
+from exporter.engines.releases import load
 
 ENGINE = "vllm"
 FAMILY_PREFIX = "vllm:"
@@ -38,3 +40,13 @@ SOURCES: dict[MetricSpec, tuple[str, ...]] = {
 }
 
 LABEL_RENAMES = {"model_name": "model", "engine": "dp_rank"}
+
+SPEC = Engine(
+    name=ENGINE,
+    prefixes=(FAMILY_PREFIX,),
+    sources=SOURCES,
+    label_renames=LABEL_RENAMES,
+    releases=load,
+    version_path="/version",
+    lazy_series=False,  # vLLM registers its families at start-up
+)

@@ -40,7 +40,8 @@ OPT_IN = {f"{PREFIX}/scrape": "true"}
         (OPT_IN, "10.1.2.3", "Pending", None),
         (OPT_IN, "", "Running", None),
         ({**OPT_IN, f"{PREFIX}/port": "http"}, "10.1.2.3", "Running", None),
-        ({**OPT_IN, f"{PREFIX}/engine": "tgi"}, "10.1.2.3", "Running", None),
+        ({**OPT_IN, f"{PREFIX}/engine": "tgi"}, "10.1.2.3", "Running", "http://10.1.2.3:8000/metrics"),
+        ({**OPT_IN, f"{PREFIX}/engine": "ollama"}, "10.1.2.3", "Running", None),  # no Prometheus endpoint
         (OPT_IN, "evil.example.com", "Running", None),  # only pod IPs are ever fetched
     ],
 )

@@ -1,0 +1,38 @@
+"""The engine seam: what the collector, the mapping and the alarm need to know about one inference engine.
+
+Each engine module (`vllm.py`, `sglang.py`, …) builds one `Engine`. Everything else stays engine-neutral:
+it asks the `Engine` for its sources, labels, version endpoint and release table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from exporter.catalogue.spec import MetricSpec
+from exporter.engines.releases import Releases
+
+
+@dataclass(frozen=True, eq=False)  # identity: one object per engine
+class Engine:
+    name: str  # the `engine` label value and config key
+    prefixes: tuple[str, ...]  # family prefixes that identify the engine in a body
+    sources: Mapping[MetricSpec, tuple[str, ...]]  # canonical metric → same-meaning families, newest first
+    label_renames: Mapping[str, str]  # source label → ours (`model`, `dp_rank`)
+    releases: Callable[[], Releases]  # the per-release table (cached by its loader)
+    version_path: str | None  # where the engine says its version; None: inferred from the names present
+    version_field: str = "version"  # the JSON field of that answer
+    metrics_path: str = "/metrics"
+    # engines whose client creates most series on first use: a missing source is not alarming until the
+    # engine has served a request (one of these counters is non-zero)
+    lazy_series: bool = True
+    activity: tuple[str, ...] = ()
+    unknown_versions: tuple[str, ...] = ()  # version answers that say nothing (llama.cpp sdist builds: b0-unknown)
+    notes: Mapping[MetricSpec, str] | None = None  # why a canonical metric is absent (documented per engine)
+
+    @property
+    def family_prefix(self) -> str:
+        return self.prefixes[0]
+
+    def source_families(self) -> frozenset[str]:
+        return frozenset(s for sources in self.sources.values() for s in sources)

@@ -1,0 +1,108 @@
+"""Which families each SGLang, TGI, llama.cpp and LMDeploy release exposes, from the engines' released sources.
+
+`data/engine_metrics_by_version.json` (repository root) was read statically from each engine's released
+sources (its `_meta.generated_from` says how: SGLang wheels, TGI and LMDeploy git tags, llama.cpp as vendored
+in llama-cpp-python sdists). `derive()` condenses it to what the mapping needs and `exporter/engines/data/
+engine_releases.json` is that condensed form (regenerate: `python -m exporter.engines.engine_releases --write`;
+a test fails on drift). Conditional series (SGLang's `enabled_when`: LoRA, hierarchical cache, …) are known
+but not expected. trtllm-serve is not in the source (its release boundaries are only inferred): see trtllm.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from exporter.engines.releases import Release, Releases, parse_version
+
+SOURCE = Path(__file__).resolve().parents[2] / "data" / "engine_metrics_by_version.json"
+DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"
+ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp", "lmdeploy": "lmdeploy"}  # ours → source key
+_LLAMACPP = re.compile(r"llama-cpp-python (\S+) \(llama\.cpp (\S+)\)")
+
+
+def release_name(engine: str, key: str) -> str:
+    """The release's name as we label it. llama.cpp has no semver: the vendored commit (or the sdist's version)."""
+    if engine != "llamacpp":
+        return key
+    match = _LLAMACPP.match(key)
+    if match is None:
+        return key
+    sdist, commit = match.groups()
+    return commit[:9] if commit != "commit" else f"lcp-{sdist}"
+
+
+def derive(source: dict[str, Any]) -> dict[str, Any]:
+    engines: dict[str, Any] = {}
+    for ours, key in ENGINES.items():
+        releases = []
+        known: set[str] = set()
+        for version, metrics in source[key].items():
+            known.update(m["name"] for m in metrics)
+            default = [m for m in metrics if not m.get("enabled_when")]
+            releases.append(
+                {
+                    "version": release_name(ours, version),
+                    "source_key": version,
+                    "expected": sorted({m["name"] for m in default}),
+                    "summaries": sorted({m["name"] for m in default if m["type"] == "summary"}),
+                }
+            )
+        engines[ours] = {"releases": releases, "known": sorted(known)}
+    return {
+        "source": "data/engine_metrics_by_version.json",
+        "generated_from": source["_meta"]["generated_from"],
+        "engines": engines,
+    }
+
+
+def _key(engine: str, index: int, version: str) -> tuple[int, ...]:
+    # llama.cpp releases are commits: their order in the source is their order
+    return (index,) if engine == "llamacpp" else (parse_version(version) or (0,))
+
+
+@cache
+def load(engine: str) -> Releases:
+    data = json.loads(resources.files("exporter.engines").joinpath("data/engine_releases.json").read_text())
+    table = data["engines"][engine]
+    releases = tuple(
+        sorted(
+            (
+                Release(
+                    r["version"], _key(engine, i, r["version"]), frozenset(r["expected"]),
+                    frozenset(r["summaries"]),
+                )
+                for i, r in enumerate(table["releases"])
+            ),
+            key=lambda r: r.key,
+        )
+    )
+    return Releases(releases, frozenset(table["known"]))
+
+
+def render_derived() -> str:
+    return json.dumps(derive(json.loads(SOURCE.read_text())), indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
+    args = parser.parse_args(argv)
+    text = render_derived()
+    if args.write:
+        DERIVED.write_text(text)
+        return 0
+    if DERIVED.read_text() != text:
+        print(f"{DERIVED} is out of date: run python -m exporter.engines.engine_releases --write", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

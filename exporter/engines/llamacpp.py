@@ -1,0 +1,40 @@
+"""llama.cpp `llama-server` → canonical `llm_*` metrics (`llamacpp:` prefix, needs `--metrics`: 501 without).
+
+Version: `/props` → `build_info` (`bNNNN-sha`); builds from a tarball or sdist say `b0-unknown`, which says
+nothing, so the release is then inferred from the names. Release names are llama.cpp commits. Followed:
+`kv_cache_usage_ratio` removed mid-2025 (PR #13660). Left absent on purpose:
+- prompt tokens: `prompt_tokens_total` excludes prompt-cache hits, unlike every other engine's count;
+- prefix-cache queries: none (hits: `prompt_tokens_cached_total`, 2026+);
+- the throughput gauges reset on every scrape: never mapped.
+llama.cpp prints every family as soon as `--metrics` is on, so a missing source is alarming at once.
+"""
+
+from __future__ import annotations
+
+from exporter.catalogue import engine as m
+from exporter.engines import engine_releases
+from exporter.engines.engine import Engine
+
+SOURCES = {
+    m.REQUESTS_RUNNING: ("llamacpp:requests_processing",),
+    m.REQUESTS_WAITING: ("llamacpp:requests_deferred",),
+    m.KV_CACHE_USAGE: ("llamacpp:kv_cache_usage_ratio",),
+    m.GENERATION_TOKENS: ("llamacpp:tokens_predicted_total",),
+    m.PREFIX_CACHE_HITS: ("llamacpp:prompt_tokens_cached_total",),
+}
+
+SPEC = Engine(
+    name="llamacpp",
+    prefixes=("llamacpp:",),
+    sources=SOURCES,
+    label_renames={},
+    releases=lambda: engine_releases.load("llamacpp"),
+    version_path="/props",
+    version_field="build_info",
+    lazy_series=False,
+    unknown_versions=("b0-unknown",),
+    notes={
+        m.PROMPT_TOKENS: "prompt_tokens_total excludes prompt-cache hits",
+        m.KV_CACHE_USAGE: "removed from llama.cpp in May 2025 (PR #13660)",
+    },
+)

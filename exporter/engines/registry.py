@@ -1,0 +1,46 @@
+"""Every engine the exporter knows, and how a body or a config key picks one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from exporter.engines import llamacpp, lmdeploy, sglang, tgi, trtllm, vllm
+from exporter.engines.engine import Engine
+
+_ALL = (vllm.SPEC, sglang.SPEC, tgi.SPEC, trtllm.SPEC, llamacpp.SPEC, lmdeploy.SPEC)
+ENGINES: dict[str, Engine] = {e.name: e for e in _ALL}
+NAMES = tuple(ENGINES)
+AUTO = "auto"
+FALLBACK = "vllm"  # an `auto` target whose body (or absence of one) has not said otherwise
+
+
+def label_of(configured: str) -> str:
+    """The `engine` label of a target no body has identified yet."""
+    return FALLBACK if configured == AUTO else configured
+
+
+def get(name: str) -> Engine:
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise ValueError(f"unknown engine {name!r}: one of {', '.join(NAMES)}") from None
+
+
+def detect(body: str) -> Engine | None:
+    """The engine whose family prefix the body's first prefixed sample or TYPE line carries, or None."""
+    for line in body.split("\n", 4000)[:4000]:  # the engine's own families come early in every known body
+        name = line[7:] if line.startswith("# TYPE ") else line
+        if not name or name[0] == "#":
+            continue
+        for engine in ENGINES.values():
+            if any(name.startswith(prefix) for prefix in engine.prefixes):
+                return engine
+    return None
+
+
+def detect_families(families: Iterable[str]) -> Engine | None:
+    for name in families:
+        for engine in ENGINES.values():
+            if any(name.startswith(prefix) for prefix in engine.prefixes):
+                return engine
+    return None

@@ -1,0 +1,45 @@
+"""SGLang → canonical `llm_*` metrics (`sglang:` prefix, `--enable-metrics`; version at `/get_server_info`).
+
+Renames followed: `queue_time_s` (0.5.2 only) → `queue_time_seconds` (0.5.3+). Left absent on purpose:
+- KV-cache usage: `sglang:token_usage` is token-pool usage (later the max over pools), not exactly KV usage;
+- inter-token latency before 0.4.3.post3: `time_per_output_token_seconds` is a per-request mean, not a
+  per-token histogram (only `inter_token_latency_seconds` maps);
+- prefix-cache queries: SGLang has hits (`cached_tokens_total`) but no queries counter;
+- finished requests: `num_requests_total` counts every request, finished or not, with no reason.
+Series appear after the first batch/request (prometheus_client children are created on first `.labels()`).
+"""
+
+from __future__ import annotations
+
+from exporter.catalogue import engine as m
+from exporter.engines import engine_releases
+from exporter.engines.engine import Engine
+
+SOURCES = {
+    m.REQUESTS_RUNNING: ("sglang:num_running_reqs",),
+    m.REQUESTS_WAITING: ("sglang:num_queue_reqs",),
+    m.TIME_TO_FIRST_TOKEN: ("sglang:time_to_first_token_seconds",),
+    m.INTER_TOKEN_LATENCY: ("sglang:inter_token_latency_seconds",),
+    m.REQUEST_DURATION: ("sglang:e2e_request_latency_seconds",),
+    m.REQUEST_QUEUE_TIME: ("sglang:queue_time_seconds", "sglang:queue_time_s"),
+    m.PROMPT_TOKENS: ("sglang:prompt_tokens_total",),
+    m.GENERATION_TOKENS: ("sglang:generation_tokens_total",),
+    m.PREFIX_CACHE_HITS: ("sglang:cached_tokens_total",),
+    m.PREEMPTIONS: ("sglang:num_retracted_requests_total",),
+}
+
+SPEC = Engine(
+    name="sglang",
+    prefixes=("sglang:",),
+    sources=SOURCES,
+    label_renames={"model_name": "model", "dp_rank": "dp_rank"},
+    releases=lambda: engine_releases.load("sglang"),
+    version_path="/get_server_info",
+    activity=("sglang:num_requests_total", "sglang:prompt_tokens_total"),
+    notes={
+        m.KV_CACHE_USAGE: "token_usage is token-pool usage, not exactly KV-cache usage",
+        m.INTER_TOKEN_LATENCY: "before 0.4.3.post3 only time_per_output_token_seconds, a per-request mean",
+        m.PREFIX_CACHE_QUERIES: "no queries counter (hits only)",
+        m.REQUESTS_FINISHED: "num_requests_total counts all requests, without a finished reason",
+    },
+)

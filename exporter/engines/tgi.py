@@ -1,0 +1,40 @@
+"""TGI → canonical `llm_*` metrics (`tgi_` prefix; version at `/info`).
+
+TGI's Rust exporter writes counters **without** `_total` (`tgi_request_success`) and, before 0.5.0, request
+durations as summaries, which are not histograms and so do not map. Left absent on purpose:
+- time to first token: TGI has none;
+- inter-token latency: `tgi_request_mean_time_per_token_duration` is a per-request mean that includes prefill;
+- token counters: TGI has only per-request length histograms (`tgi_request_input_length`), not the same quantity;
+- KV-cache usage: only derivable as a ratio of two batch gauges, not exported by TGI.
+Every series is registered on first use: a fresh TGI has almost none.
+"""
+
+from __future__ import annotations
+
+from exporter.catalogue import engine as m
+from exporter.engines import engine_releases
+from exporter.engines.engine import Engine
+
+SOURCES = {
+    m.REQUESTS_RUNNING: ("tgi_batch_current_size",),
+    m.REQUESTS_WAITING: ("tgi_queue_size",),
+    m.REQUEST_DURATION: ("tgi_request_duration",),
+    m.REQUEST_QUEUE_TIME: ("tgi_request_queue_duration",),
+    m.REQUESTS_FINISHED: ("tgi_request_success",),
+}
+
+SPEC = Engine(
+    name="tgi",
+    prefixes=("tgi_",),
+    sources=SOURCES,
+    label_renames={},
+    releases=lambda: engine_releases.load("tgi"),
+    version_path="/info",
+    activity=("tgi_request_count", "tgi_request_success"),
+    notes={
+        m.TIME_TO_FIRST_TOKEN: "TGI exposes no time to first token",
+        m.INTER_TOKEN_LATENCY: "mean_time_per_token_duration is a per-request mean including prefill",
+        m.PROMPT_TOKENS: "only a per-request input length histogram",
+        m.GENERATION_TOKENS: "only a per-request generated tokens histogram",
+    },
+)

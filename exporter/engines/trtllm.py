@@ -1,0 +1,74 @@
+"""trtllm-serve → canonical `llm_*` metrics. Prometheus text is at `/prometheus/metrics` (its `/metrics` is JSON
+iteration stats); version at `/version`.
+
+The release table is written here, not derived: TensorRT-LLM's repository and wheels are too large to read,
+so the boundaries are *inferred* from the PRs that changed `tensorrt_llm/metrics/collector.py`:
+- 1.1.0 (PR #5785, Aug 2025): five unprefixed families;
+- 1.3.0 (PRs #11243, #12545, #12636, #12413; Feb–Apr 2026, 1.3.0 release candidates): every name gains the
+  `trtllm_` prefix, plus KV-cache, request-count, token and phase-time families.
+Left absent on purpose: inter-token latency (`time_per_output_token_seconds` is TPOT, a per-request mean).
+Series are created on first use (and need `return_perf_metrics: true`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from exporter.catalogue import engine as m
+from exporter.engines.engine import Engine
+from exporter.engines.releases import Release, Releases
+
+G1 = (
+    "request_success_total",
+    "e2e_request_latency_seconds",
+    "time_to_first_token_seconds",
+    "time_per_output_token_seconds",
+    "request_queue_time_seconds",
+)
+G3 = (
+    *(f"trtllm_{name}" for name in G1),
+    "trtllm_kv_cache_hit_rate",
+    "trtllm_kv_cache_utilization",
+    "trtllm_num_requests_running",
+    "trtllm_num_requests_waiting",
+    "trtllm_prompt_tokens_total",
+    "trtllm_generation_tokens_total",
+    "trtllm_request_prefill_time_seconds",
+    "trtllm_request_decode_time_seconds",
+    "trtllm_request_inference_time_seconds",
+    "trtllm_prompt_cached_tokens_total",
+)
+
+
+@cache
+def releases() -> Releases:
+    table = (Release("1.1.0", (1, 1, 0), frozenset(G1)), Release("1.3.0", (1, 3, 0), frozenset(G3)))
+    return Releases(table, frozenset(G1) | frozenset(G3))
+
+
+SOURCES = {
+    m.REQUESTS_RUNNING: ("trtllm_num_requests_running",),
+    m.REQUESTS_WAITING: ("trtllm_num_requests_waiting",),
+    m.KV_CACHE_USAGE: ("trtllm_kv_cache_utilization",),
+    m.TIME_TO_FIRST_TOKEN: ("trtllm_time_to_first_token_seconds", "time_to_first_token_seconds"),
+    m.REQUEST_DURATION: ("trtllm_e2e_request_latency_seconds", "e2e_request_latency_seconds"),
+    m.REQUEST_QUEUE_TIME: ("trtllm_request_queue_time_seconds", "request_queue_time_seconds"),
+    m.REQUEST_PREFILL_TIME: ("trtllm_request_prefill_time_seconds",),
+    m.REQUEST_DECODE_TIME: ("trtllm_request_decode_time_seconds",),
+    m.PROMPT_TOKENS: ("trtllm_prompt_tokens_total",),
+    m.GENERATION_TOKENS: ("trtllm_generation_tokens_total",),
+    m.PREFIX_CACHE_HITS: ("trtllm_prompt_cached_tokens_total",),
+    m.REQUESTS_FINISHED: ("trtllm_request_success_total", "request_success_total"),
+}
+
+SPEC = Engine(
+    name="trtllm",
+    prefixes=("trtllm_",),
+    sources=SOURCES,
+    label_renames={"model_name": "model"},
+    releases=releases,
+    version_path="/version",
+    metrics_path="/prometheus/metrics",
+    activity=("trtllm_request_success_total", "request_success_total"),
+    notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds is TPOT, a per-request mean"},
+)
