@@ -61,12 +61,30 @@ def dashboard_queries(
         if isinstance(row, dict):
             panels.extend(_panels(row.get("panels") or [], elements))
     for panel in panels:
-        for target in panel.get("targets") or []:
-            expr = target.get("expr") if isinstance(target, dict) else None
-            if isinstance(expr, str) and expr.strip() and not target.get("hide"):
-                where = f"panel {panel.get('title', '?')!r} query {target.get('refId', '?')}"
-                expanded = variables.interpolate(expr, resolution.values)
-                yield Query(source, where, expanded, raw=expr, kind="dashboard", notes=tuple(resolution.problems))
+        for suffix, chosen in _repeats(panel, resolution.values):
+            for target in panel.get("targets") or []:
+                expr = target.get("expr") if isinstance(target, dict) else None
+                if isinstance(expr, str) and expr.strip() and not target.get("hide"):
+                    where = f"panel {panel.get('title', '?')!r} query {target.get('refId', '?')}{suffix}"
+                    expanded = variables.interpolate(expr, chosen)
+                    notes = tuple(resolution.problems)
+                    yield Query(source, where, expanded, raw=expr, kind="dashboard", notes=notes)
+
+
+def _repeats(
+    panel: Mapping[str, Any], values: Mapping[str, variables.Value]
+) -> Iterator[tuple[str, Mapping[str, variables.Value]]]:
+    """A panel repeated by a variable is one panel per value, each with that single value (as Grafana draws it)."""
+    name = str(panel.get("repeat") or "")
+    value = values.get(name)
+    if value is None or len(value.values) < 2 or value.all_value is not None:
+        yield "", values
+        return
+    for one in value.values:
+        yield (
+            f" ({name}={one})",
+            {**values, name: variables.Value((one,), multi=value.multi, include_all=value.include_all)},
+        )
 
 
 def _panels(panels: list[Any], elements: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

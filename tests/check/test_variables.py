@@ -9,10 +9,13 @@ here by a recording of what Prometheus answered, so the resolution order is what
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from exporter.check.inputs import file_queries
 from exporter.check.variables import Value, format_value, interpolate, parse, resolve, run_variable_query
 
 SERVERS = Value(("test1.", "test2"), multi=True)
@@ -146,3 +149,22 @@ def test_override_wins_and_variable_query_kinds() -> None:
 def test_a_variable_that_resolves_to_nothing_is_reported() -> None:
     got = resolve(parse(board({"name": "m", "type": "query", "query": "label_values(model_name)"})), Recorded({}, {}))
     assert got.problems == ["variable m: 'label_values(model_name)' returns no values"]
+
+
+def test_a_repeated_panel_is_one_query_per_value(tmp_path: Path) -> None:
+    # Grafana draws a panel with `repeat: var` once per selected value, each with the single value
+    var = {
+        "name": "model",
+        "type": "custom",
+        "query": "a,b",
+        "multi": True,
+        "includeAll": True,
+        "current": {"value": ["$__all"]},
+    }
+    panel = {"title": "p", "repeat": "model", "targets": [{"refId": "A", "expr": 'x{model_name="$model"}'}]}
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps({"templating": {"list": [var]}, "panels": [panel]}))
+    assert [(q.where, q.expr) for q in file_queries(path)] == [
+        ("panel 'p' query A (model=a)", 'x{model_name="a"}'),
+        ("panel 'p' query A (model=b)", 'x{model_name="b"}'),
+    ]
