@@ -16,7 +16,9 @@ kube-scheduler and kwok (the pinned peers), on free loopback ports, in one tempo
         cluster.delete_nodes(names)                 # and wait until they are gone
         cluster.namespace()                         # a fresh namespace (with its default ServiceAccount)
         cluster.compact_etcd()                      # compact etcd at its current revision (410 for old RVs)
-        cluster.restart_apiserver()                 # stop and start kube-apiserver on the same port
+        cluster.etcd_put(key, value)                # a write outside the API: etcd's revision moves on
+        cluster.restart_apiserver(down_seconds)     # stop and start kube-apiserver on the same port
+        cluster.stop_apiserver(); cluster.start_apiserver()   # the same in two steps
         cluster.logs()                              # the tail of every component's log
 
 The API server runs `--authorization-mode=Node,RBAC` with client-certificate authentication; the
@@ -35,6 +37,7 @@ been bound by the scheduler: each component has done its first job, however busy
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -276,13 +279,26 @@ class Cluster:
         _etcd_post(self.etcd_url, "/v3/kv/compaction", {"revision": revision, "physical": True})
         return revision
 
-    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
-        """Stop kube-apiserver (SIGTERM), stay down `down_seconds`, start it again and wait for /readyz."""
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (SIGTERM, as a rolling upgrade does); etcd and the rest keep running."""
+        self._components["kube-apiserver"].stop()
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again on the same port and wait for /readyz."""
         component = self._components["kube-apiserver"]
-        component.stop()
-        time.sleep(down_seconds)
         component.start()
         self._wait_readyz(component)
+
+    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
+        """Stop kube-apiserver, stay down `down_seconds`, start it again and wait for /readyz."""
+        self.stop_apiserver()
+        time.sleep(down_seconds)
+        self.start_apiserver()
+
+    def etcd_put(self, key: str, value: str) -> int:
+        """Write a key straight into etcd (outside the API's prefix): the revision moves on; returns it."""
+        body = {"key": base64.b64encode(key.encode()).decode(), "value": base64.b64encode(value.encode()).decode()}
+        return int(_etcd_post(self.etcd_url, "/v3/kv/put", body)["header"]["revision"])
 
     def _wait_readyz(self, component: _Component, timeout: float = STARTUP_TIMEOUT) -> None:
         def ready() -> bool:
