@@ -125,11 +125,18 @@ def resolve(
         if overrides and var.name in overrides:
             out.values[var.name] = Value((overrides[var.name],))
             continue
+        if var.type == "query" and (lookup is None or not var.query.strip()) and not _saved(var):
+            out.values[var.name] = Value((".*",), multi=True, include_all=True, all_value=".*")  # nothing to ask
+            continue
         options, problem = _options(var, lookup, out.values)
         if problem:
             out.problems.append(f"variable {var.name}: {problem}")
         out.values[var.name] = _choose(var, options)
     return out
+
+
+def _saved(var: Variable) -> bool:
+    return bool(var.current) and var.current != (ALL,)
 
 
 def _options(var: Variable, lookup: Lookup | None, known: Mapping[str, Value]) -> tuple[list[str], str]:
@@ -142,7 +149,7 @@ def _options(var: Variable, lookup: Lookup | None, known: Mapping[str, Value]) -
         return options, ""
     if var.type == "query":
         if lookup is None or not var.query.strip():
-            return list(var.current) if var.current and var.current != (ALL,) else [".*"], ""
+            return list(var.current), ""
         definition = interpolate(var.query, known)
         try:
             values = run_variable_query(definition, lookup)

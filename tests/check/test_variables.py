@@ -168,3 +168,10 @@ def test_a_repeated_panel_is_one_query_per_value(tmp_path: Path) -> None:
         ("panel 'p' query A (model=a)", 'x{model_name="a"}'),
         ("panel 'p' query A (model=b)", 'x{model_name="b"}'),
     ]
+
+
+def test_without_prometheus_a_query_variable_keeps_its_saved_value_or_matches_anything() -> None:
+    saved = {"name": "ns", "type": "query", "query": "label_values(ns)", "current": {"value": "prod"}}
+    unsaved = {"name": "pod", "type": "query", "query": "label_values(pod)", "includeAll": True, "multi": True}
+    got = resolve(parse(board(saved, unsaved)))
+    assert interpolate('x{ns="$ns", pod=~"$pod"}', got.values) == 'x{ns="prod", pod=~".*"}'
