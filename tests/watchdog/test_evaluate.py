@@ -67,3 +67,17 @@ def test_an_autoscaler_on_the_old_kv_cache_name_is_renamed_with_its_successor(pr
     assert "vllm:gpu_cache_usage_perc was removed in vLLM 0.12.0" in reason
     # no llm_engine_info in this Prometheus: the release is inferred from the names vLLM serves
     assert "the running vLLM is 0.12.0 to " in reason and reason.endswith("(inferred from its series)")
+
+
+@pytest.mark.parametrize(
+    ("expr", "said"),
+    [
+        ("sum(vllm:num_requests_waiting", "unclosed"),  # caught before Prometheus is asked
+        ("rate(vllm:num_requests_waiting)", "range vector"),  # Prometheus' own 400
+    ],
+)
+def test_a_broken_query_is_a_bad_query_not_an_empty_one(prom: str, expr: str, said: str) -> None:
+    outcome = Evaluator(HttpPrometheus(prom)).evaluate(expr)
+    assert outcome.status == "error"
+    assert model.error_reason(outcome.http_status, "; ".join(outcome.reasons)) == "bad_query"
+    assert said in "; ".join(outcome.reasons).lower()
