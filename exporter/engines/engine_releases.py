@@ -24,6 +24,7 @@ from exporter.engines.releases import Release, Releases, parse_version
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "engine_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"
 ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp", "lmdeploy": "lmdeploy"}  # ours → source key
+_POST = re.compile(r"\.post(\d+)$")
 _LLAMACPP = re.compile(r"llama-cpp-python (\S+) \(llama\.cpp (\S+)\)")
 
 
@@ -64,7 +65,11 @@ def derive(source: dict[str, Any]) -> dict[str, Any]:
 
 def _key(engine: str, index: int, version: str) -> tuple[int, ...]:
     # llama.cpp releases are commits: their order in the source is their order
-    return (index,) if engine == "llamacpp" else (parse_version(version) or (0,))
+    if engine == "llamacpp":
+        return (index,)
+    key = parse_version(version) or (0,)
+    post = _POST.search(version)  # SGLang's 0.4.3.post3 changed names: a post release is a release
+    return (*key, int(post.group(1))) if post else key
 
 
 @cache

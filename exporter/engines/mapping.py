@@ -96,7 +96,8 @@ def choose_release(
         version_text = None  # an answer that says nothing (llama.cpp sdist builds: b0-unknown)
     key = parse_version(version_text) if version_text else None
     if key is not None:
-        return releases.at(key), version_text or "", "endpoint"
+        exact = [r for r in releases.releases if r.version == version_text]  # 0.4.3.post2 is not 0.4.3.post4
+        return (exact[0] if exact else releases.at(key)), version_text or "", "endpoint"
     inferred = releases.infer(families, source_families(engine))
     return inferred, inferred.version, "inferred"
 

@@ -1,0 +1,152 @@
+"""Every engine under the canonical names: release tables, golden mappings per release, detection, alarm."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exporter.catalogue import engine as m
+from exporter.engines import engine_releases, mapping, registry
+from exporter.engines.collector import Outcome, build_families
+from exporter.engines.history import histories
+from exporter.engines.targets import from_url
+from exporter.exposition import render
+from tests.engines.engine_bodies import body
+
+GOLDEN = Path(__file__).parent / "golden" / "engines"
+OTHERS = ("sglang", "tgi", "trtllm", "llamacpp", "lmdeploy")
+
+
+def exposition(engine: str, text: str, version: str | None) -> str:
+    spec = registry.get(engine)
+    identity = {"namespace": "demo", "pod": f"{engine}-0", "engine": engine}
+    mapped = mapping.map_body(text, identity, version, spec.releases(), engine=spec)
+    target = from_url("http://10.0.0.1:8000", "demo", f"{engine}-0", engine)
+    out = render(build_families([Outcome(target, mapped, "", 0.0, engine)]))
+    return re.sub(r"(llm_engine_scrape_duration_seconds\{[^}]*\}) .*", r"\1 <masked>", out)
+
+
+def boundary_releases(engine: str) -> list[str]:
+    """Oldest, newest, and the releases on each side of every rename or removal of a mapped source."""
+    versions = [r.version for r in registry.get(engine).releases().releases]
+    chosen = {versions[0], versions[-1]}
+    for h in histories()[engine]:
+        for edge in (h.introduced, h.removed):
+            if edge is not None and edge in versions:
+                i = versions.index(edge)
+                chosen.update(versions[max(0, i - 1) : i + 1])
+    return [v for v in versions if v in chosen]
+
+
+CASES = [(engine, version) for engine in OTHERS for version in boundary_releases(engine)]
+
+
+def test_derived_release_tables_are_current() -> None:
+    assert engine_releases.main([]) == 0, "run python -m exporter.engines.engine_releases --write"
+
+
+@pytest.mark.parametrize("engine", OTHERS)
+def test_every_source_is_a_name_some_release_exposes(engine: str) -> None:
+    spec = registry.get(engine)
+    known = spec.releases().known
+    assert {s for s in spec.source_families() if s not in known} == set()
+
+
+@pytest.mark.parametrize(("engine", "version"), CASES)
+def test_golden_mapping_per_release(engine: str, version: str) -> None:
+    # LMDeploy and llama.cpp sdist builds have no usable version: their release is inferred from the names
+    answered = None if engine in ("lmdeploy", "llamacpp") else version
+    text = exposition(engine, body(engine, version), answered)
+    path = GOLDEN / f"{engine}-{version}.prom"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{path.name} differs; UPDATE_GOLDEN=1 rewrites it"
+    # a release's full name set is never reported as missing anything: the table says what it exposes
+    assert not re.search(r"^llm_metric_present\{.*\} 0$", text, re.M)
+
+
+def test_renames_are_followed_release_by_release() -> None:
+    queue = {v: exposition("sglang", body("sglang", v), v) for v in ("0.5.2", "0.5.3")}
+    assert 'source="sglang:queue_time_s"' in queue["0.5.2"]
+    assert 'source="sglang:queue_time_seconds"' in queue["0.5.3"]
+    old, new = (exposition("trtllm", body("trtllm", v), v) for v in ("1.1.0", "1.3.0"))
+    assert 'llm_request_duration_seconds_count{namespace="demo",pod="trtllm-0",engine="trtllm",model="tiny"' in old
+    assert 'source="e2e_request_latency_seconds"' in old and 'source="trtllm_e2e_request_latency_seconds"' in new
+
+
+def test_honest_semantics_leave_different_quantities_absent() -> None:
+    tgi = exposition("tgi", body("tgi", "3.3.7"), "3.3.7")
+    assert "llm_time_to_first_token_seconds_bucket" not in tgi  # TGI has none
+    assert "llm_inter_token_latency_seconds_bucket" not in tgi  # its mean per token includes prefill
+    assert 'llm_requests_finished_total{namespace="demo",pod="tgi-0",engine="tgi"' in tgi  # counter without _total
+    old_tgi = exposition("tgi", body("tgi", "0.4.0"), "0.4.0")
+    assert "llm_request_duration_seconds_bucket" not in old_tgi  # a summary is not a histogram
+    sglang_old = exposition("sglang", body("sglang", "0.4.3"), "0.4.3")
+    assert "llm_inter_token_latency_seconds_bucket" not in sglang_old  # per-request mean before 0.4.3.post3
+    assert "llm_kv_cache_usage_ratio{" not in exposition("sglang", body("sglang", "0.5.23"), "0.5.23")
+    llama = exposition("llamacpp", body("llamacpp", "0c1e57098"), None)
+    assert "llm_prompt_tokens_total{" not in llama  # llama.cpp's excludes prompt-cache hits
+    assert "llm_kv_cache_usage_ratio{" not in llama  # removed in 2025
+    assert "llm_kv_cache_usage_ratio{" in exposition("llamacpp", body("llamacpp", "7841fc723"), None)
+
+
+def test_lmdeploy_release_is_inferred_from_its_renamed_counters() -> None:
+    for version in ("0.12.0", "0.12.2", "0.14.0"):
+        text = exposition("lmdeploy", body("lmdeploy", version), None)
+        info = re.search(r'llm_engine_info\{[^}]*version="([^"]*)",version_source="([^"]*)"', text)
+        assert info is not None and info.group(2) == "inferred"
+        assert "llm_metric_present" in text
+
+
+@pytest.mark.parametrize("engine", ("sglang", "tgi", "trtllm", "lmdeploy"))
+def test_a_fresh_idle_lazy_engine_raises_no_missing_metric(engine: str) -> None:
+    spec = registry.get(engine)
+    newest = spec.releases().newest.version
+    # before the first request only the families that need no labelled child exist (here: none but gauges)
+    gauges = {r for r in spec.releases().newest.expected if "running" in r or "queue" in r or "waiting" in r}
+    idle = body(engine, newest, gauges).replace(" 3\n", " 0\n")
+    assert not re.search(r"^llm_metric_present\{.*\} 0$", exposition(engine, idle, newest), re.M)
+    # once it has served a request, a missing source is news again
+    served = body(engine, newest, gauges | set(spec.activity))
+    assert re.search(r"^llm_metric_present\{.*\} 0$", exposition(engine, served, newest), re.M)
+
+
+def test_llamacpp_reports_missing_at_once() -> None:
+    """llama.cpp prints every family once --metrics is on: no grace while idle."""
+    text = exposition("llamacpp", body("llamacpp", "0c1e57098", {"llamacpp:requests_processing"}), None)
+    assert re.search(r'^llm_metric_present\{.*source="llamacpp:tokens_predicted_total".*\} 0$', text, re.M)
+
+
+@pytest.mark.parametrize(("engine", "version"), CASES)
+def test_detection_from_the_body(engine: str, version: str) -> None:
+    text = body(engine, version)
+    detected = registry.detect(text)
+    if text == "\n":
+        assert detected is None  # TGI 0.2.x and LMDeploy 0.9.0/0.9.1 expose no metrics at all
+    elif engine == "trtllm" and version == "1.1.0":
+        assert detected is None  # unprefixed names: its /prometheus/metrics path tells (tested in test_fakes)
+    else:
+        assert detected is registry.get(engine)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_mapping_never_reports_a_series_the_release_does_not_expose(data: st.DataObject) -> None:
+    engine = data.draw(st.sampled_from(OTHERS))
+    spec = registry.get(engine)
+    release = data.draw(st.sampled_from(spec.releases().releases))
+    if not release.expected:
+        return
+    names = set(data.draw(st.sets(st.sampled_from(sorted(release.expected)))))
+    text = body(engine, release.version, names)
+    mapped = mapping.map_body(text, {"engine": engine}, None, spec.releases(), engine=spec)
+    for canonical, (source, found) in mapped.present.items():
+        assert found == (source in names), (canonical.name, source)
+    for canonical, samples in mapped.samples.items():
+        assert samples and mapped.present[canonical][1], canonical.name
+    assert set(mapped.samples) <= set(m.CANONICAL)
