@@ -14,8 +14,8 @@ from tests.engines.engine_fakes import fake_engine, routes
 
 def scrape(url: str, engine: str = "auto") -> str:
     collector = EngineCollector(
-        Engines(timeout_seconds=5, targets=[Target(url, {"namespace": "t", "pod": "p"}, engine)])
-    )  # type: ignore[arg-type]
+        Engines(timeout_seconds=5, targets=[Target(url, {"namespace": "t", "pod": "p"}, engine)])  # type: ignore[arg-type]
+    )
     try:
         return render(collector.collect())
     finally:
