@@ -9,6 +9,7 @@ a false alarm, and a renamed vLLM metric is explained from the release history w
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
@@ -172,3 +173,27 @@ def test_configmap_adapter_and_keda(prom: str) -> None:
     assert adapter[2].reasons[0].startswith(f"vllm:num_incoming_requests_total: {NEVER} (not scraped, or renamed)")
     keda = check(prom, "production-stack-keda-scaled-object.yaml")
     assert [(r.query.where, r.status) for r in keda] == [("ScaledObject vllm-scaledobject trigger 0", "ok")]
+
+
+def test_the_command_line_on_the_whole_corpus(prom: str) -> None:
+    # as a user runs it: a directory, JSON for CI; the adapter's invalid sample is named, the rest checked
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter", "check", "--prometheus", prom, "--output", "json", str(CORPUS)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    report = json.loads(done.stdout)
+    assert [e.split(":")[0] for e in report["errors"]] == [str(CORPUS / "prometheus-adapter-sample-config.yaml")]
+    empty_by_file: dict[str, int] = {}
+    for record in report["results"]:
+        name = Path(record["file"].split(" ")[0]).name
+        empty_by_file[name] = empty_by_file.get(name, 0) + (record["status"] == "empty")
+    assert empty_by_file == {
+        "kubeai-vllm-grafana-dashboard.json": 7,
+        "production-stack-eks-vllm-dashboard.json": 10,
+        "production-stack-keda-scaled-object.yaml": 0,
+        "production-stack-lmcache-dashboard-cm.yaml": 5,
+        "production-stack-prom-adapter.yaml": 2,
+        "production-stack-vllm-model-metrics-dashboard.json": 0,
+        "prometheus-adapter-config-map.yaml": 4,  # cAdvisor and node metrics: nothing here scrapes them
+    }
