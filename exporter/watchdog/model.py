@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from exporter.catalogue import watchdog as spec
@@ -43,6 +43,17 @@ def _bounded(text: str) -> str:
     return text if len(text) <= MAX_LOCATION else text[: MAX_LOCATION - 1] + "…"
 
 
+def _distinct(queries: list[WatchedQuery]) -> tuple[WatchedQuery, ...] | None:
+    """Each query its own series: panels sharing a title and refId (or long titles cut alike) get #2, #3…"""
+    seen: dict[str, int] = {}
+    out = []
+    for query in queries:
+        n = seen[query.location] = seen.get(query.location, 0) + 1
+        tag = f" #{n}" if n > 1 else ""
+        out.append(replace(query, location=query.location[: MAX_LOCATION - len(tag)] + tag) if tag else query)
+    return tuple(out) or None
+
+
 def scaler_queries(kind: str) -> Callable[[dict[str, Any]], tuple[WatchedQuery, ...] | None]:
     """The reflector transform of ScaledObjects or ScaledJobs: the queries of their prometheus triggers."""
 
@@ -56,7 +67,7 @@ def scaler_queries(kind: str) -> Callable[[dict[str, Any]], tuple[WatchedQuery, 
             if isinstance(query, str) and query.strip():
                 where = f"trigger {trigger.get('name') or i}"
                 out.append(WatchedQuery(kind, meta.get("namespace", ""), meta["name"], _bounded(where), query))
-        return tuple(out) or None
+        return _distinct(out)
 
     return transform
 
@@ -78,7 +89,7 @@ def dashboard_queries(obj: dict[str, Any]) -> tuple[WatchedQuery, ...] | None:
             WatchedQuery(DASHBOARD, namespace, name, _bounded(f"{key} {where}"), expr, templating)
             for where, expr in exprs
         ]
-    return tuple(out) or None
+    return _distinct(out)
 
 
 def empty_reason(reasons: Iterable[str], renamed: bool = False) -> str:

@@ -4,6 +4,7 @@ dashboard ConfigMap the Grafana sidecar loads (deploy/base/generated)."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +158,23 @@ def test_an_enabled_watchdog_needs_a_prometheus() -> None:
     assert info.value.errors == ["cluster.watchdog.prometheus.url: required when the watchdog is enabled"]
     config = parse("cluster: {watchdog: {enabled: true, prometheus: {url: 'https://prom:9090'}}}")
     assert config.cluster.watchdog.prometheus.url == "https://prom:9090"
+
+
+def test_panels_sharing_a_title_and_ref_id_get_their_own_series() -> None:
+    panel = {"type": "timeseries", "title": "Waiting", "targets": [{"refId": "A", "expr": "sum(llm_requests_waiting)"}]}
+    other = {**panel, "targets": [{"refId": "A", "expr": "max(llm_requests_waiting)"}]}
+    configmap = {
+        "metadata": {"name": "d", "namespace": "m"},
+        "data": {"d.json": json.dumps({"panels": [panel, other, panel]})},
+    }
+    queries = model.dashboard_queries(configmap) or ()
+    assert [q.location for q in queries] == [
+        "d.json panel 'Waiting' query A",
+        "d.json panel 'Waiting' query A #2",
+        "d.json panel 'Waiting' query A #3",
+    ]
+    assert [q.expr for q in queries] == [
+        "sum(llm_requests_waiting)",
+        "max(llm_requests_waiting)",
+        "sum(llm_requests_waiting)",
+    ]
