@@ -33,12 +33,16 @@ check: lint typecheck generate-check test
 ## Regenerate every generated file (metric docs, release table, dashboards, rules).
 generate: setup
 	$(PY) -m exporter.engines.releases --write
+	$(PY) -m exporter.engines.engine_releases --write
+	$(PY) -m exporter.engines.docs --write
 	$(PY) -m exporter.bundle.docs --write
 	$(PY) -m tests.stable.stable_list --write
 	$(PY) -m exporter.bundle
 
 generate-check: setup
 	$(PY) -m exporter.engines.releases
+	$(PY) -m exporter.engines.engine_releases
+	$(PY) -m exporter.engines.docs
 	$(PY) -m exporter.bundle.docs
 	$(PY) -m tests.stable.stable_list
 	$(PY) -m exporter.bundle --check

@@ -43,7 +43,7 @@ def _serve(args: argparse.Namespace) -> int:
 def _mappings(args: argparse.Namespace) -> int:
     from exporter.engines.table import render_table
 
-    print(render_table(args.version, markdown=args.markdown), end="")
+    print(render_table(args.version, markdown=args.markdown, engine=args.engine), end="")
     return 0
 
 
@@ -116,7 +116,7 @@ HELP = {
     "serve": "run the exporter",
     "render": "regenerate the dashboard, alert and rule files",
     "check": "report dashboard, rule and KEDA queries that return nothing",
-    "mappings": "print the vLLM → llm_* mapping per vLLM release",
+    "mappings": "print an engine's → llm_* mapping per release (vLLM, SGLang, TGI, …)",
     "demo": "a local vLLM (CPU, tiny model) + the exporter, live",
 }
 
@@ -153,7 +153,10 @@ def _add_tool(sub: argparse._SubParsersAction[argparse.ArgumentParser], command:
         check_cli.add_arguments(p)
         p.set_defaults(func=check_cli.run)
     elif command == "mappings":
-        p.add_argument("--version", help="only this vLLM release (e.g. 0.9.2)")
+        from exporter.engines.registry import NAMES
+
+        p.add_argument("--engine", choices=NAMES, default="vllm", help="the engine (default: vllm)")
+        p.add_argument("--version", help="only this release of the engine (e.g. 0.9.2)")
         p.add_argument("--markdown", action="store_true", help="a Markdown table")
         p.set_defaults(func=_mappings)
     elif command == "demo":

@@ -1,29 +1,48 @@
-"""The mapping table per vLLM release, as `llm-exporter mappings` prints it."""
+"""The mapping table per engine release, as `llm-exporter mappings [--engine NAME]` prints it."""
 
 from __future__ import annotations
 
-from exporter.engines import vllm
+from exporter.catalogue import engine as m
+from exporter.engines import registry
 from exporter.engines.mapping import expected_sources
-from exporter.engines.releases import load, parse_version
+from exporter.engines.releases import parse_version
 
 
-def rows(version: str | None = None) -> list[tuple[str, str, str]]:
+def rows(version: str | None = None, engine: str = "vllm") -> list[tuple[str, str, str]]:
     """(release, canonical metric, source family or "-" when the release has none)."""
-    releases = load()
-    chosen = [releases.at(parse_version(version) or (0,))] if version else list(releases.releases)
+    spec = registry.get(engine)
+    releases = spec.releases()
+    if version:
+        exact = [r for r in releases.releases if r.version == version]
+        chosen = exact or [releases.at(parse_version(version) or (0,))]
+    else:
+        chosen = list(releases.releases)
     out = []
     for release in chosen:
-        expected = expected_sources(release)
-        for spec in vllm.SOURCES:
-            out.append((release.version, spec.name, expected.get(spec, "-")))
+        expected = expected_sources(release, spec)
+        for canonical in spec.sources:
+            out.append((release.version, canonical.name, expected.get(canonical, "-")))
     return out
 
 
-def render_table(version: str | None = None, markdown: bool = False) -> str:
-    table = rows(version)
+def render_table(version: str | None = None, markdown: bool = False, engine: str = "vllm") -> str:
+    table = rows(version, engine)
+    label = "vLLM" if engine == "vllm" else engine
     if markdown:
-        lines = ["| vLLM release | canonical metric | vLLM source |", "|---|---|---|"]
+        lines = [f"| {label} release | canonical metric | {label} source |", "|---|---|---|"]
         lines += [f"| {r} | `{c}` | {'`' + s + '`' if s != '-' else '—'} |" for r, c, s in table]
         return "\n".join(lines) + "\n"
-    width = max(len(c) for _, c, _ in table)
-    return "".join(f"{r:<10} {c:<{width}} {s}\n" for r, c, s in table)
+    width = max((len(c) for _, c, _ in table), default=0)
+    first = max([10, *(len(r) for r, _, _ in table)])
+    return "".join(f"{r:<{first}} {c:<{width}} {s}\n" for r, c, s in table)
+
+
+def never_mapped(engine: str) -> list[tuple[str, str]]:
+    """(canonical metric, why) for each canonical metric the engine never feeds: absent, never a fake 0."""
+    spec = registry.get(engine)
+    notes = spec.notes or {}
+    return [
+        (canonical.name, notes.get(canonical, "no source with the same meaning"))
+        for canonical in m.CANONICAL
+        if canonical not in spec.sources
+    ]

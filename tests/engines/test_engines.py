@@ -150,3 +150,18 @@ def test_mapping_never_reports_a_series_the_release_does_not_expose(data: st.Dat
     for canonical, samples in mapped.samples.items():
         assert samples and mapped.present[canonical][1], canonical.name
     assert set(mapped.samples) <= set(m.CANONICAL)
+
+
+def test_per_engine_docs_are_current() -> None:
+    from exporter.engines import docs
+
+    assert docs.main([]) == 0, "run python -m exporter.engines.docs --write"
+
+
+def test_mappings_table_per_engine() -> None:
+    from exporter.engines.table import render_table
+
+    sglang = render_table("0.5.2", engine="sglang")
+    assert "llm_request_queue_time_seconds  sglang:queue_time_s\n" in sglang
+    assert "llm_request_queue_time_seconds  sglang:queue_time_seconds\n" in render_table("0.5.3", engine="sglang")
+    assert "llm_kv_cache_usage_ratio    -\n" in render_table("0c1e57098", engine="llamacpp")
