@@ -76,7 +76,7 @@ SCRAPE_DURATION = _g(
 SCRAPE_ERROR = _g(
     "llm_engine_scrape_error",
     "1 for the reason the last scrape of this target failed (timeout, connect, http_status, too_large, "
-    "parse), else absent.",
+    "parse, metrics_disabled: the engine serves no metrics, e.g. llama.cpp without --metrics), else absent.",
     (*SOURCE, "reason"),
 )
 SERIES_DROPPED = _g(
