@@ -175,6 +175,31 @@ def test_configmap_adapter_and_keda(prom: str) -> None:
     assert [(r.query.where, r.status) for r in keda] == [("ScaledObject vllm-scaledobject trigger 0", "ok")]
 
 
+def test_aibrix_dashboard_with_metric_scoped_label_values(prom: str) -> None:
+    # label_values(vllm:generation_tokens_total, model_name|job): the served model and the scrape job
+    results = check(prom, "aibrix-vllm-engine-dashboard.json")
+    assert len(results) == 37
+    assert all('model_name="tiny"' in r.query.expr for r in results)
+    assert all('job="vllm"' in r.query.expr for r in results if "job=" in r.query.raw)
+    removed = "was removed in vLLM 0.8.0; it has no successor; the running vLLM is 0.32.0 (from llm_engine_info)"
+    got = empty(results)
+    assert set(got) == {
+        *(f"panel 'Time Per Output Token Latency' query {q}" for q in "ABCDEF"),
+        "panel 'Scheduler State' query B",
+        "panel 'Prefix Cache Hit Rate' query A",
+        "panel 'Prefix Cache Hit Rate' query B",
+        "panel 'Cache Utilization' query A",
+        "panel 'Cache Utilization' query B",
+    }
+    assert got["panel 'Cache Utilization' query A"] == [f"vllm:gpu_cache_usage_perc: {NEVER}: {KV}"]
+    assert got["panel 'Cache Utilization' query B"] == [
+        f"vllm:cpu_cache_usage_perc: {NEVER}: vllm:cpu_cache_usage_perc {removed}"
+    ]
+    assert got["panel 'Prefix Cache Hit Rate' query A"] == [
+        f"vllm:gpu_prefix_cache_hit_rate: {NEVER}: vllm:gpu_prefix_cache_hit_rate {removed}"
+    ]
+
+
 def test_the_command_line_on_the_whole_corpus(prom: str) -> None:
     # as a user runs it: a directory, JSON for CI; the adapter's invalid sample is named, the rest checked
     done = subprocess.run(
@@ -189,6 +214,7 @@ def test_the_command_line_on_the_whole_corpus(prom: str) -> None:
         name = Path(record["file"].split(" ")[0]).name
         empty_by_file[name] = empty_by_file.get(name, 0) + (record["status"] == "empty")
     assert empty_by_file == {
+        "aibrix-vllm-engine-dashboard.json": 11,
         "kubeai-vllm-grafana-dashboard.json": 7,
         "production-stack-eks-vllm-dashboard.json": 10,
         "production-stack-keda-scaled-object.yaml": 0,
