@@ -22,10 +22,15 @@ def rewrite(text: str, results: Iterable[Result], json_file: bool) -> str:
             continue
         old, new = result.query.written, result.fix
         if json_file:
-            text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1])
+            text = text.replace(_encoded(old), _encoded(new))
         elif old in text:
             text = text.replace(old, new)
         else:
             for missing, replacement in result.renames.items():
                 text = rename(text, missing, replacement)
     return text
+
+
+def _encoded(expr: str) -> str:
+    """`expr` as it stands inside a JSON string (non-ASCII as written, as Grafana writes it)."""
+    return json.dumps(expr, ensure_ascii=False)[1:-1]
