@@ -65,6 +65,7 @@ bench: bench-parse bench-gpu bench-cluster bench-node bench-scaling bench-wire
 
 bench-parse: setup
 	$(PY) bench/bench_parse.py
+	PYTHONPATH=. $(PY) bench/bench_engines.py
 
 bench-wire: setup
 	$(PY) bench/bench_wire.py
