@@ -1,7 +1,7 @@
 """The one bridge to `exporter.check` (query extraction, Grafana variables, diagnosis); see its docstring.
 
-Dashboards keep, per ConfigMap, their queries as written and their `templating` section; the variables are
-resolved at every run with the watchdog's Prometheus (query variables ask it), as Grafana would on load.
+Dashboards are kept whole and expanded at every run with the watchdog's Prometheus: variables resolved as
+Grafana resolves them on load (query variables ask it), repeated panels once per value.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.check import variables
 from exporter.check.evaluate import Checker
 from exporter.check.inputs import Query, dashboard_queries
 from exporter.sources.prometheus import Prometheus, PrometheusError
+
+__all__ = ["Evaluator", "Outcome", "Query", "dashboard_text", "keda_query"]
 
 SYNTAX_ERROR = 400  # the status a PromQL syntax error gets from Prometheus itself
 
@@ -26,16 +27,17 @@ class Outcome:
     fix: str | None = None  # the query rewritten to the successor names the release history knows
 
 
-def dashboard_exprs(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """The `templating` section (as compact JSON) and (location, query as written) of a dashboard's JSON text.
-
-    Not JSON, or not a dashboard: ValueError.
-    """
+def dashboard_text(text: str) -> str:
+    """A dashboard's JSON text, compacted; not JSON, or not a dashboard: ValueError."""
     dashboard = json.loads(text)
     if not isinstance(dashboard, dict) or not ("panels" in dashboard or "rows" in dashboard):
         raise ValueError("not a Grafana dashboard (no panels or rows)")
-    templating = json.dumps(dashboard.get("templating") or {}, separators=(",", ":"), sort_keys=True)
-    return templating, [(q.where, q.written) for q in dashboard_queries(dashboard, "")]
+    return json.dumps(dashboard, separators=(",", ":"))
+
+
+def keda_query(expr: str) -> Query:
+    """A trigger's query: KEDA runs it as written."""
+    return Query("watchdog", "", expr, kind="keda")
 
 
 class _Recorder:
@@ -66,17 +68,13 @@ class Evaluator:
     def __init__(self, prometheus: Prometheus, lookback: str = "1d") -> None:
         self._recorder = _Recorder(prometheus)
         self._checker = Checker(self._recorder, lookback=lookback)
-        self._resolved: dict[str, variables.Resolution] = {}
 
-    def evaluate(self, expr: str, templating: str | None = None) -> Outcome:
-        """`expr` as KEDA runs it (templating None), or as Grafana does with the dashboard's `templating`."""
+    def dashboard(self, text: str) -> list[tuple[str, str, Query]]:
+        """(where, query as written, query as Grafana runs it) of a dashboard kept by `dashboard_text`."""
+        return [(q.where, q.written, q) for q in dashboard_queries(json.loads(text), "", None, self._recorder)]
+
+    def evaluate(self, query: Query) -> Outcome:
         self._recorder.error = None
-        if templating is None:
-            query = Query("watchdog", "", expr, kind="keda")
-        else:
-            resolution = self._resolution(templating)
-            expanded = variables.interpolate(expr, resolution.values)
-            query = Query("watchdog", "", expanded, raw=expr, kind="dashboard", notes=tuple(resolution.problems))
         result = self._checker.check(query)
         if result.status == "ok":
             return Outcome("data")
@@ -84,9 +82,3 @@ class Evaluator:
             error = self._recorder.error
             return Outcome("error", tuple(result.reasons), error.status if error else SYNTAX_ERROR)
         return Outcome(result.status, tuple(result.reasons), fix=result.fix)
-
-    def _resolution(self, templating: str) -> variables.Resolution:
-        if templating not in self._resolved:
-            parsed = variables.parse({"templating": json.loads(templating)})
-            self._resolved[templating] = variables.resolve(parsed, self._recorder)
-        return self._resolved[templating]

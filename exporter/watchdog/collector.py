@@ -20,7 +20,7 @@ from exporter.exposition import Family
 from exporter.sources.kube import KubeConfigError, Reflector, connect
 from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
 from exporter.watchdog import model
-from exporter.watchdog.adapter import Evaluator
+from exporter.watchdog.adapter import Evaluator, Query, keda_query
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +32,7 @@ def make_reflectors(api: Any, config: Watchdog) -> dict[str, Reflector[Watched]]
         # the KEDA CRDs may be absent: optional, so a 404 reads as none (llm_query_source_available 0)
         "scaledobjects": Reflector(api, "scaledobjects", transform=model.scaler_queries("ScaledObject"), optional=True),
         "scaledjobs": Reflector(api, "scaledjobs", transform=model.scaler_queries("ScaledJob"), optional=True),
-        "configmaps": Reflector(
-            api, "configmaps", transform=model.dashboard_queries, label_selector=config.dashboard_label
-        ),
+        "configmaps": Reflector(api, "configmaps", transform=model.dashboards, label_selector=config.dashboard_label),
     }
 
 
@@ -109,15 +107,29 @@ class WatchdogCollector:
                 self._count("error")
             self._stop.wait(self._interval)
 
-    def queries(self) -> list[model.WatchedQuery]:
-        found = sorted(q for r in self._reflectors.values() for qs in r.items().values() for q in qs)
+    def watched(self) -> list[model.WatchedQuery]:
+        """Trigger queries, and dashboards still to expand."""
+        return sorted(q for r in self._reflectors.values() for qs in r.items().values() for q in qs)
+
+    def _expand(
+        self, evaluator: Evaluator, watched: list[model.WatchedQuery]
+    ) -> list[tuple[model.WatchedQuery, Query]]:
+        found: list[tuple[model.WatchedQuery, Query]] = []
+        for item in watched:
+            if item.dashboard is None:
+                found.append((item, keda_query(item.expr)))
+                continue
+            try:
+                found += model.expand(item, evaluator.dashboard(item.dashboard))
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:  # one dashboard, not the run
+                log.warning("query watchdog: dashboard %s/%s %s: %s", item.namespace, item.name, item.location, exc)
         if len(found) > self._max_queries:
             log.warning("query watchdog: %d queries found, checking the first %d", len(found), self._max_queries)
         return found[: self._max_queries]
 
     def run_once(self) -> None:
         """One run: every watched query against Prometheus; the verdicts replace the previous ones."""
-        queries = self.queries()
+        watched = self.watched()
         try:
             prometheus = self._client()
         except PrometheusError as exc:
@@ -132,19 +144,19 @@ class WatchdogCollector:
             return
         evaluator = Evaluator(prometheus)
         verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
-        for query in queries:
-            outcome = evaluator.evaluate(query.expr, query.templating)
-            where = f"{query.kind} {query.namespace}/{query.name} {query.location}"
+        for item, query in self._expand(evaluator, watched):
+            outcome = evaluator.evaluate(query)
+            where = f"{item.kind} {item.namespace}/{item.name} {item.location}"
             if outcome.status == "error":
                 message = "; ".join(outcome.reasons)
                 self._count(model.error_reason(outcome.http_status, message))
                 log.warning("query watchdog: %s: cannot check %r: %s", where, query.expr, message)
             elif outcome.status == "empty":
-                verdicts[query.key] = model.Verdict(True, model.empty_reason(outcome.reasons, outcome.fix is not None))
+                verdicts[item.key] = model.Verdict(True, model.empty_reason(outcome.reasons, outcome.fix is not None))
                 why = "; ".join(outcome.reasons) + (f"; fix: {outcome.fix}" if outcome.fix else "")
                 log.warning("query watchdog: %s: %r returns nothing: %s", where, query.expr, why)
             else:  # data, or empty where the query says it is expected (allow-empty, sparse metrics)
-                verdicts[query.key] = model.Verdict(False)
+                verdicts[item.key] = model.Verdict(False)
         with self._lock:
             self._verdicts = verdicts
             self._last_run = self._clock()

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from exporter.catalogue import watchdog as spec
 from exporter.exposition import Family
-from exporter.watchdog.adapter import dashboard_exprs
+from exporter.watchdog.adapter import dashboard_text
 
 log = logging.getLogger(__name__)
+Q = TypeVar("Q")
 
 DASHBOARD = "Dashboard"
 MAX_LOCATION = 120  # characters of a location label: panel titles can be long
@@ -24,9 +25,9 @@ class WatchedQuery:
     kind: str  # ScaledObject, ScaledJob or Dashboard
     namespace: str
     name: str
-    location: str  # trigger, or ConfigMap key and panel
-    expr: str  # as written
-    templating: str | None = None  # Dashboard: the dashboard's variables (JSON), resolved at every run
+    location: str  # trigger; for a dashboard, its ConfigMap key (then the panel, once expanded)
+    expr: str  # as written ("" for a dashboard before it is expanded)
+    dashboard: str | None = None  # Dashboard: its JSON, expanded at every run (variables resolved as Grafana does)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -43,15 +44,23 @@ def _bounded(text: str) -> str:
     return text if len(text) <= MAX_LOCATION else text[: MAX_LOCATION - 1] + "…"
 
 
-def _distinct(queries: list[WatchedQuery]) -> tuple[WatchedQuery, ...] | None:
+def _distinct(locations: Iterable[str]) -> list[str]:
     """Each query its own series: panels sharing a title and refId (or long titles cut alike) get #2, #3…"""
     seen: dict[str, int] = {}
     out = []
-    for query in queries:
-        n = seen[query.location] = seen.get(query.location, 0) + 1
+    for location in locations:
+        n = seen[location] = seen.get(location, 0) + 1
         tag = f" #{n}" if n > 1 else ""
-        out.append(replace(query, location=query.location[: MAX_LOCATION - len(tag)] + tag) if tag else query)
-    return tuple(out) or None
+        out.append(location[: MAX_LOCATION - len(tag)] + tag)
+    return out
+
+
+def expand(dashboard: WatchedQuery, found: Sequence[tuple[str, str, Q]]) -> list[tuple[WatchedQuery, Q]]:
+    """A dashboard's (where, expr, query) as expanded in one run, each with its own series."""
+    locations = _distinct(_bounded(f"{dashboard.location} {where}") for where, _, _ in found)
+    return [
+        (replace(dashboard, location=loc, expr=expr), q) for loc, (_, expr, q) in zip(locations, found, strict=True)
+    ]
 
 
 def scaler_queries(kind: str) -> Callable[[dict[str, Any]], tuple[WatchedQuery, ...] | None]:
@@ -67,13 +76,15 @@ def scaler_queries(kind: str) -> Callable[[dict[str, Any]], tuple[WatchedQuery, 
             if isinstance(query, str) and query.strip():
                 where = f"trigger {trigger.get('name') or i}"
                 out.append(WatchedQuery(kind, meta.get("namespace", ""), meta["name"], _bounded(where), query))
-        return _distinct(out)
+        locations = _distinct(q.location for q in out)
+        return tuple(replace(q, location=loc) for q, loc in zip(out, locations, strict=True)) or None
 
     return transform
 
 
-def dashboard_queries(obj: dict[str, Any]) -> tuple[WatchedQuery, ...] | None:
-    """The reflector transform of dashboard ConfigMaps: the queries of every `*.json` key that is a dashboard."""
+def dashboards(obj: dict[str, Any]) -> tuple[WatchedQuery, ...] | None:
+    """The reflector transform of dashboard ConfigMaps: every `*.json` key that is a dashboard, kept whole (its
+    queries depend on its variables, which are resolved at every run)."""
     meta = obj["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
     out = []
@@ -81,15 +92,12 @@ def dashboard_queries(obj: dict[str, Any]) -> tuple[WatchedQuery, ...] | None:
         if not str(key).endswith(".json") or not isinstance(text, str):
             continue
         try:
-            templating, exprs = dashboard_exprs(text)
+            compact = dashboard_text(text)
         except (ValueError, TypeError, AttributeError) as exc:  # one broken dashboard, not the others
             log.warning("ConfigMap %s/%s key %s: cannot read the dashboard: %s", namespace, name, key, exc)
             continue
-        out += [
-            WatchedQuery(DASHBOARD, namespace, name, _bounded(f"{key} {where}"), expr, templating)
-            for where, expr in exprs
-        ]
-    return _distinct(out)
+        out.append(WatchedQuery(DASHBOARD, namespace, name, _bounded(str(key)), "", compact))
+    return tuple(out) or None
 
 
 def empty_reason(reasons: Iterable[str], renamed: bool = False) -> str:

@@ -16,7 +16,7 @@ import yaml
 
 from exporter.sources.prometheus import HttpPrometheus
 from exporter.watchdog import model
-from exporter.watchdog.adapter import Evaluator, Outcome
+from exporter.watchdog.adapter import Evaluator, Outcome, keda_query
 from tests.bundle.servers import Served, prometheus, query, static_job, wait_for
 from tests.engines.engine_servers import recorded
 
@@ -43,11 +43,13 @@ def test_vllm_current_dashboard_in_a_sidecar_configmap_has_no_false_alarm(prom: 
         "metadata": {"name": "vllm-dashboard", "namespace": "monitoring", "labels": {"grafana_dashboard": "1"}},
         "data": {"vllm.json": text},
     }
-    queries = model.dashboard_queries(configmap) or ()
-    assert len(queries) == 27
-    assert all("$model_name" in q.expr for q in queries), "kept as written; resolved at every run"
+    (kept,) = model.dashboards(configmap) or ()
     evaluator = Evaluator(HttpPrometheus(prom))
-    outcomes = {q.location: evaluator.evaluate(q.expr, q.templating) for q in queries}
+    queries = model.expand(kept, evaluator.dashboard(kept.dashboard or ""))
+    assert len(queries) == 27
+    assert all("$model_name" in w.expr for w, _ in queries), "the location's expr is the query as written"
+    assert all('model_name="tiny"' in q.expr for _, q in queries), "label_values(model_name) from Prometheus"
+    outcomes = {w.location: evaluator.evaluate(q) for w, q in queries}
     assert {where: o.reasons for where, o in outcomes.items() if o.status != "data"} == {}
 
 
@@ -55,11 +57,11 @@ def test_the_production_stack_scaled_object_has_data(prom: str) -> None:
     obj = yaml.safe_load((CORPUS / "production-stack-keda-scaled-object.yaml").read_text(encoding="utf-8"))
     (watched,) = model.scaler_queries("ScaledObject")(obj) or ()
     assert (watched.namespace, watched.name, watched.location) == ("default", "vllm-scaledobject", "trigger 0")
-    assert Evaluator(HttpPrometheus(prom)).evaluate(watched.expr) == Outcome("data")
+    assert Evaluator(HttpPrometheus(prom)).evaluate(keda_query(watched.expr)) == Outcome("data")
 
 
 def test_an_autoscaler_on_the_old_kv_cache_name_is_renamed_with_its_successor(prom: str) -> None:
-    outcome = Evaluator(HttpPrometheus(prom)).evaluate('avg(vllm:gpu_cache_usage_perc{model_name="tiny"})')
+    outcome = Evaluator(HttpPrometheus(prom)).evaluate(keda_query('avg(vllm:gpu_cache_usage_perc{model_name="tiny"})'))
     assert outcome.status == "empty"
     assert outcome.fix == 'avg(vllm:kv_cache_usage_perc{model_name="tiny"})'
     assert model.empty_reason(outcome.reasons, outcome.fix is not None) == "renamed"
@@ -77,7 +79,7 @@ def test_an_autoscaler_on_the_old_kv_cache_name_is_renamed_with_its_successor(pr
     ],
 )
 def test_a_broken_query_is_a_bad_query_not_an_empty_one(prom: str, expr: str, said: str) -> None:
-    outcome = Evaluator(HttpPrometheus(prom)).evaluate(expr)
+    outcome = Evaluator(HttpPrometheus(prom)).evaluate(keda_query(expr))
     assert outcome.status == "error"
     assert model.error_reason(outcome.http_status, "; ".join(outcome.reasons)) == "bad_query"
     assert said in "; ".join(outcome.reasons).lower()

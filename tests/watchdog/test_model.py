@@ -47,26 +47,26 @@ def test_a_scaled_job_without_prometheus_triggers_is_not_kept() -> None:
     assert model.scaler_queries("ScaledJob")(obj) is None
 
 
-def test_every_panel_query_of_the_shipped_dashboard_configmap() -> None:
+def test_every_dashboard_of_the_shipped_configmap_is_kept_whole() -> None:
     configmap = load(DASHBOARDS)
     configmap["metadata"]["namespace"] = "monitoring"
-    queries = model.dashboard_queries(configmap) or ()
-    keys = [k for k in configmap["data"] if k.endswith(".json")]
-    assert len(queries) > 20
-    name = configmap["metadata"]["name"]
-    assert {(q.kind, q.namespace, q.name) for q in queries} == {("Dashboard", "monitoring", name)}
-    assert {q.location.split(" ", 1)[0] for q in queries} == set(keys)
-    assert all(len(q.location) <= model.MAX_LOCATION for q in queries)
-    assert len({q.key for q in queries}) == len(queries), "every query has its own series"
+    kept = model.dashboards(configmap) or ()
+    keys = sorted(k for k in configmap["data"] if k.endswith(".json"))
+    assert [(d.kind, d.namespace, d.name, d.location, d.expr) for d in kept] == [
+        ("Dashboard", "monitoring", configmap["metadata"]["name"], key, "") for key in keys
+    ]
+    # expanded at every run (variables need Prometheus); kept compact, the same dashboard
+    assert [json.loads(d.dashboard or "") for d in kept] == [json.loads(configmap["data"][k]) for k in keys]
 
 
 def test_a_broken_dashboard_key_leaves_the_others() -> None:
     configmap = load(DASHBOARDS)
     configmap["metadata"]["namespace"] = "monitoring"
-    good = len(model.dashboard_queries(copy.deepcopy(configmap)) or ())
+    good = len(model.dashboards(copy.deepcopy(configmap)) or ())
     configmap["data"]["broken.json"] = '{"panels": ['
+    configmap["data"]["list.json"] = "[1, 2]"
     configmap["data"]["notes.txt"] = "not a dashboard"
-    assert len(model.dashboard_queries(configmap) or ()) == good
+    assert len(model.dashboards(configmap) or ()) == good
 
 
 @pytest.mark.parametrize(
@@ -161,20 +161,18 @@ def test_an_enabled_watchdog_needs_a_prometheus() -> None:
 
 
 def test_panels_sharing_a_title_and_ref_id_get_their_own_series() -> None:
-    panel = {"type": "timeseries", "title": "Waiting", "targets": [{"refId": "A", "expr": "sum(llm_requests_waiting)"}]}
-    other = {**panel, "targets": [{"refId": "A", "expr": "max(llm_requests_waiting)"}]}
-    configmap = {
-        "metadata": {"name": "d", "namespace": "m"},
-        "data": {"d.json": json.dumps({"panels": [panel, other, panel]})},
-    }
-    queries = model.dashboard_queries(configmap) or ()
-    assert [q.location for q in queries] == [
-        "d.json panel 'Waiting' query A",
-        "d.json panel 'Waiting' query A #2",
-        "d.json panel 'Waiting' query A #3",
+    dashboard = model.WatchedQuery(model.DASHBOARD, "m", "d", "d.json", "", "{}")
+    found = [
+        ("panel 'Waiting' query A", "sum(llm_requests_waiting)", 1),
+        ("panel 'Waiting' query A", "max(llm_requests_waiting)", 2),
+        ("panel 'Waiting' query A", "sum(llm_requests_waiting)", 3),
+        ("panel '" + "x" * 200 + "' query A", "up", 4),
     ]
-    assert [q.expr for q in queries] == [
-        "sum(llm_requests_waiting)",
-        "max(llm_requests_waiting)",
-        "sum(llm_requests_waiting)",
+    expanded = model.expand(dashboard, found)
+    assert [(q.location, q.expr, n) for q, n in expanded][:3] == [
+        ("d.json panel 'Waiting' query A", "sum(llm_requests_waiting)", 1),
+        ("d.json panel 'Waiting' query A #2", "max(llm_requests_waiting)", 2),
+        ("d.json panel 'Waiting' query A #3", "sum(llm_requests_waiting)", 3),
     ]
+    assert len(expanded[3][0].location) == model.MAX_LOCATION
+    assert {q.key[:3] for q, _ in expanded} == {(model.DASHBOARD, "m", "d")}
