@@ -52,8 +52,10 @@ def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running 
             parts[-1] += f" (hidden behind --show-hidden-metrics-for-version from {h.hidden_since})"
     elif h.hidden_since:
         parts.append(f"{name} is hidden from {label} {h.hidden_since} on (--show-hidden-metrics-for-version)")
-    else:
+    elif h.first:
         parts.append(f"{name} is exposed by every {label} release from {h.first} on: not scraped, or relabelled")
+    else:
+        parts.append(f"{name} is known to {label}, but no release exposes it by default")
     if h.successor:
         stable = f" (stable name {h.stable})" if h.stable else ""
         parts.append(f"its successor is {h.successor}{stable}")
@@ -78,7 +80,8 @@ def _not_yet(h: NameHistory, running: Running, label: str) -> list[str]:
 
 
 def _label(engine: str) -> str:
-    return {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}.get(engine, engine)
+    labels = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp"}
+    return {**labels, "lmdeploy": "LMDeploy"}.get(engine, engine)
 
 
 def infer_running(families: Iterable[str], histories: Sequence[EngineHistory] | None = None) -> dict[str, Running]:

@@ -5,7 +5,8 @@ at the repository root, read from every release's sdist): per family the first r
 that exposes it by default, the release that hid it (behind `--show-hidden-metrics-for-version`) and the
 first release without it; plus the successor that vLLM's own HELP text names ("DEPRECATED: Use X instead").
 Regenerate with `python -m exporter.check.history --write`; a test fails on drift.
-Engines plug in through `engines()`: one `EngineHistory` per engine the mapping knows (today: vLLM).
+Engines plug in through `engines()`: one `EngineHistory` per engine the registry knows; vLLM's from this
+fuller table (hidden releases, HELP-named successors), the others' from `exporter.engines.history`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from exporter.engines import vllm
+from exporter.engines import registry, vllm
+from exporter.engines.engine import Engine
+from exporter.engines.history import engine_history
 from exporter.engines.releases import Releases, load, parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
@@ -87,7 +90,17 @@ def engines() -> tuple[EngineHistory, ...]:
             name, e["first"], e["last"], e["removed_in"], e.get("hidden_since"), successor, canonical
         )
     sources = frozenset(s for ss in vllm.SOURCES.values() for s in ss)
-    return (EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load(), names, sources),)
+    others = tuple(_from_registry(e) for name, e in registry.ENGINES.items() if name != vllm.ENGINE)
+    return (EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load(), names, sources), *others)
+
+
+def _from_registry(engine: Engine) -> EngineHistory:
+    """An engine's history from its release table: renames of the families behind each canonical metric."""
+    names = {
+        h.family: NameHistory(h.family, h.introduced or "", "", h.removed, None, h.successor, h.canonical)
+        for h in engine_history(engine)
+    }
+    return EngineHistory(engine.name, engine.family_prefix, engine.releases(), names, engine.source_families())
 
 
 def _family(name: str | None, known: dict[str, Any]) -> str | None:

@@ -111,3 +111,14 @@ def test_library_panels_scaledjobs_grafana_alerts_and_multi_document_yaml(tmp_pa
         (f"{tmp_path / 'many.yaml'} document 1", "grafana alert 'queue' query A", "max(x[1m])", "grafana-alert"),
         (f"{tmp_path / 'many.yaml'} document 3", "ScaledJob batch trigger q", "sum(y)", "keda"),
     ]
+
+
+def test_every_registered_engine_is_diagnosed_from_its_release_table() -> None:
+    names = {h.engine for h in history.engines()}
+    assert names >= {"vllm", "sglang", "tgi", "trtllm", "llamacpp", "lmdeploy"}
+    got = explain("sglang:queue_time_s", {"sglang": Running("sglang", "0.5.4", "from llm_engine_info")})
+    assert got is not None and got.replacement == "sglang:queue_time_seconds"
+    assert got.text == (
+        "sglang:queue_time_s was removed in SGLang 0.5.3; its successor is sglang:queue_time_seconds "
+        "(stable name llm_request_queue_time_seconds); the running SGLang is 0.5.4 (from llm_engine_info)"
+    )
