@@ -1,4 +1,5 @@
-"""The cluster collector: reflectors for nodes, pods, ResourceSlices and ResourceClaims, and the view.
+"""The cluster collector: reflectors for nodes, pods, ResourceSlices, ResourceClaims and DeviceClasses, and
+the view.
 
 The view is recomputed at a scrape only when a watch event changed something since the last one, and
 the families are cached in between. `ready()` turns true after the first full list of every resource;
@@ -17,6 +18,7 @@ from exporter.collect import Collector, CollectorUnavailable
 from exporter.config import Cluster
 from exporter.exposition import Family
 from exporter.kube import render, transform
+from exporter.kube.deviceclass import class_driver
 from exporter.kube.view import compute
 from exporter.sources.kube import KubeConfigError, Reflector, connect
 
@@ -65,12 +67,13 @@ class ClusterCollector:
             if self._dirty:
                 self._dirty = False  # before the snapshot: a change during it marks dirty again
                 items = {name: r.items() for name, r in self._reflectors.items()}
+                drivers: dict[str, str] = items.get("deviceclasses") or {}
                 view = compute(
                     items["nodes"],
                     items["pods"],
                     items.get("resourceslices"),
                     items.get("resourceclaims"),
-                    self._class_to_resource,
+                    lambda device_class: drivers.get(device_class) or self._class_to_resource(device_class),
                 )
                 self._cached = render.view_families(view, self._max_pending)
             cached = self._cached
@@ -107,6 +110,8 @@ def reflectors(api: Any, config: Cluster, on_event: Callable[[], None], **option
         "pods": Reflector(api, "pods", transform=transform.pod_record, field_selector=POD_FIELD_SELECTOR, **common),
         "resourceslices": Reflector(api, "resourceslices", transform=transform.slice_record, optional=True, **common),
         "resourceclaims": Reflector(api, "resourceclaims", transform=transform.claim_record, optional=True, **common),
+        # a claim names a device class; the view counts per driver (deviceclass.py)
+        "deviceclasses": Reflector(api, "deviceclasses", transform=class_driver, optional=True, **common),
     }
 
 

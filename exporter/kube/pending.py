@@ -11,7 +11,7 @@ With F = free counts there:
 - `insufficient`: not even Σ F suffices.
 
 Pods held by `schedulingGates` are not classified; DRA requests are taken from the pod's unallocated
-claims, the device class standing for the driver of the same name (NVIDIA's `gpu.nvidia.com`).
+claims, each device class counted under the driver its selectors require (`deviceclass.py`).
 """
 
 from __future__ import annotations

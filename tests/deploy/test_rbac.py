@@ -49,7 +49,8 @@ def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
 def test_the_code_scan_finds_the_watches() -> None:
     assert watched("node") == {("", "pods")}
     assert watched("cluster") == {("", "nodes"), ("", "pods"), ("resource.k8s.io", "resourceslices"),
-                                  ("resource.k8s.io", "resourceclaims"), ("", "services"),
+                                  ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "deviceclasses"),
+                                  ("", "services"),
                                   ("networking.k8s.io", "ingresses"),
                                   ("gateway.networking.k8s.io", "httproutes"),
                                   ("keda.sh", "scaledobjects"), ("keda.sh", "scaledjobs"),

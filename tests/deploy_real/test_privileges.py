@@ -70,7 +70,8 @@ def test_the_review_answers_both_ways(installed: Cluster) -> None:
 def test_real_requests_with_the_issued_token(installed: Cluster) -> None:
     token = installed.service_account_token(NAMESPACE, "llm-exporter-cluster")
     ok = ["/api/v1/nodes", "/api/v1/pods", "/apis/resource.k8s.io/v1/resourceslices",
-          "/apis/resource.k8s.io/v1/resourceclaims", "/api/v1/pods?watch=1&timeoutSeconds=1",
+          "/apis/resource.k8s.io/v1/resourceclaims", "/apis/resource.k8s.io/v1/deviceclasses",
+          "/api/v1/pods?watch=1&timeoutSeconds=1",
           "/api/v1/configmaps?labelSelector=grafana_dashboard", "/apis/keda.sh/v1alpha1/scaledobjects",
           "/apis/keda.sh/v1alpha1/scaledjobs"]  # fmt: skip
     for path in ok:
@@ -204,7 +205,8 @@ def test_the_exporter_runs_on_the_service_account_tokens(installed: Cluster, tmp
             objects = {dict(k[1])["resource"]: v for k, v in samples.items() if k[0] == "llm_kubernetes_objects"}
             # the DRA slice was listed, not skipped as a forbidden optional resource
             nodes = len(installed.request("GET", "/api/v1/nodes")[1]["items"])
-            assert objects == {"nodes": nodes, "pods": 1, "resourceslices": 1, "resourceclaims": 0}  # 1 GPU pod
+            expected = {"nodes": nodes, "pods": 1, "resourceslices": 1, "resourceclaims": 0, "deviceclasses": 0}
+            assert objects == expected  # 1 GPU pod
             errors = [k for k, v in samples.items() if k[0] == "llm_kubernetes_request_errors_total" and v]
             assert errors == []
             # the node role found the engine pod through its node-scoped pod watch and scraped it
