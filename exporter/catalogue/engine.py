@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from exporter.catalogue.spec import MetricSpec, counter, gauge, histogram
+from exporter.catalogue.spec import MetricSpec, Stability, counter, gauge, histogram
 
 SOURCE = ("namespace", "pod", "engine")  # identity of one engine target
 SERIES = (*SOURCE, "model", "dp_rank")  # identity of one engine series
@@ -33,6 +33,13 @@ REQUEST_PREFILL_TIME = _h(
 )
 REQUEST_DECODE_TIME = _h(
     "llm_request_decode_time_seconds", "Time a request spent in the decode phase (token generation).", SERIES
+)
+REQUEST_TIME_PER_OUTPUT_TOKEN = _h(
+    "llm_request_time_per_output_token_seconds",
+    "Per-request mean time per output token after the first (TPOT), one observation per request; not the "
+    "per-token gaps of llm_inter_token_latency_seconds (SGLang 0.5.22+, trtllm-serve).",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
 )
 PROMPT_TOKENS = _c("llm_prompt_tokens_total", "Prompt tokens processed (prefill).", SERIES)
 GENERATION_TOKENS = _c("llm_generation_tokens_total", "Tokens generated (decode).", SERIES)
@@ -102,6 +109,7 @@ CANONICAL: tuple[MetricSpec, ...] = (
     PREFIX_CACHE_HITS,
     PREEMPTIONS,
     REQUESTS_FINISHED,
+    REQUEST_TIME_PER_OUTPUT_TOKEN,
 )
 """Metrics re-exported from engine series (the rest of this module describes the engines themselves)."""
 

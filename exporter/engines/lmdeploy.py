@@ -2,7 +2,8 @@
 is inferred from the names present (`num_requests_finished` ≤0.12.0, `num_requests_completed` 0.12.1–0.12.2,
 `num_requests_succeeded`/`failed` ≥0.12.3, `cached_tokens_total` ≥0.14.0), and `version_source` says so.
 
-Left absent on purpose: inter-token latency (`time_per_output_token_seconds` is a per-request mean, TPOT).
+Left absent on purpose: inter-token latency. `time_per_output_token_seconds` observes, per engine output, the
+time since the previous output divided by its new tokens: close to, but not, the per-token gap.
 Labelled series are created on first use.
 """
 
@@ -35,5 +36,5 @@ SPEC = Engine(
     releases=lambda: engine_releases.load("lmdeploy"),
     version_path=None,
     activity=("lmdeploy:prompt_tokens_total", "lmdeploy:request_success_total"),
-    notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds is a per-request mean (TPOT)"},
+    notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds averages each engine output over its tokens"},
 )

@@ -6,6 +6,8 @@ Renames followed: `queue_time_s` (0.5.2 only) → `queue_time_seconds` (0.5.3+).
   per-token histogram (only `inter_token_latency_seconds` maps);
 - prefix-cache queries: SGLang has hits (`cached_tokens_total`) but no queries counter;
 - finished requests: `num_requests_total` counts every request, finished or not, with no reason.
+`request_time_per_output_token_seconds` (0.5.22+, per-request mean TPOT) feeds the experimental
+`llm_request_time_per_output_token_seconds`.
 Series appear after the first batch/request (prometheus_client children are created on first `.labels()`).
 """
 
@@ -26,6 +28,7 @@ SOURCES = {
     m.GENERATION_TOKENS: ("sglang:generation_tokens_total",),
     m.PREFIX_CACHE_HITS: ("sglang:cached_tokens_total",),
     m.PREEMPTIONS: ("sglang:num_retracted_requests_total",),
+    m.REQUEST_TIME_PER_OUTPUT_TOKEN: ("sglang:request_time_per_output_token_seconds",),
 }
 
 SPEC = Engine(

@@ -6,7 +6,8 @@ so the boundaries are *inferred* from the PRs that changed `tensorrt_llm/metrics
 - 1.1.0 (PR #5785, Aug 2025): five unprefixed families;
 - 1.3.0 (PRs #11243, #12545, #12636, #12413; Feb–Apr 2026, 1.3.0 release candidates): every name gains the
   `trtllm_` prefix, plus KV-cache, request-count, token and phase-time families.
-Left absent on purpose: inter-token latency (`time_per_output_token_seconds` is TPOT, a per-request mean).
+Left absent on purpose: inter-token latency (`time_per_output_token_seconds` is TPOT, a per-request mean: it
+feeds the experimental `llm_request_time_per_output_token_seconds` instead).
 Series are created on first use (and need `return_perf_metrics: true`).
 """
 
@@ -59,6 +60,7 @@ SOURCES = {
     m.GENERATION_TOKENS: ("trtllm_generation_tokens_total",),
     m.PREFIX_CACHE_HITS: ("trtllm_prompt_cached_tokens_total",),
     m.REQUESTS_FINISHED: ("trtllm_request_success_total", "request_success_total"),
+    m.REQUEST_TIME_PER_OUTPUT_TOKEN: ("trtllm_time_per_output_token_seconds", "time_per_output_token_seconds"),
 }
 
 SPEC = Engine(
@@ -70,5 +72,5 @@ SPEC = Engine(
     version_path="/version",
     metrics_path="/prometheus/metrics",
     activity=("trtllm_request_success_total", "request_success_total"),
-    notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds is TPOT, a per-request mean"},
+    notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds is TPOT, a per-request mean (see TPOT metric)"},
 )

@@ -161,7 +161,14 @@ def test_per_engine_docs_are_current() -> None:
 def test_mappings_table_per_engine() -> None:
     from exporter.engines.table import render_table
 
-    sglang = render_table("0.5.2", engine="sglang")
-    assert "llm_request_queue_time_seconds  sglang:queue_time_s\n" in sglang
-    assert "llm_request_queue_time_seconds  sglang:queue_time_seconds\n" in render_table("0.5.3", engine="sglang")
-    assert "llm_kv_cache_usage_ratio    -\n" in render_table("0c1e57098", engine="llamacpp")
+    def row(table: str, canonical: str) -> str:
+        found = re.search(rf"^\S+ +{canonical} +(\S+)$", table, re.M)
+        assert found is not None, table
+        return found.group(1)
+
+    assert row(render_table("0.5.2", engine="sglang"), "llm_request_queue_time_seconds") == "sglang:queue_time_s"
+    assert row(render_table("0.5.3", engine="sglang"), "llm_request_queue_time_seconds") == "sglang:queue_time_seconds"
+    assert row(render_table("0c1e57098", engine="llamacpp"), "llm_kv_cache_usage_ratio") == "-"
+    assert (
+        row(render_table("7841fc723", engine="llamacpp"), "llm_kv_cache_usage_ratio") == "llamacpp:kv_cache_usage_ratio"
+    )
