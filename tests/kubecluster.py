@@ -6,7 +6,8 @@ kube-scheduler and kwok (the pinned peers), on free loopback ports, in one tempo
         cluster.ca_file                             # the CA that signed the serving and client certificates
         cluster.admin_kubeconfig                    # client certificate in group system:masters
         cluster.etcd_url                            # http://127.0.0.1:PORT (compaction, see compact_etcd)
-        cluster.request("GET", "/api/v1/nodes")     # (status, JSON body) as admin; errors returned
+        cluster.request("GET", "/api/v1/nodes")     # (status, JSON body) as admin (or token=...); errors returned
+        cluster.must("POST", path, body)            # the same, asserting a 200/201 (ok=...) answer
         cluster.kubectl("get", "pods", "-A")        # CompletedProcess; raises on failure unless check=False
         cluster.apply(obj)                          # server-side apply of one object (a dict)
         cluster.service_account_token(ns, name)     # a TokenRequest token for a ServiceAccount
@@ -14,12 +15,14 @@ kube-scheduler and kwok (the pinned peers), on free loopback ports, in one tempo
         cluster.add_node(name, capacity={"nvidia.com/gpu": "4"}, labels=..., taints=...,
                          unschedulable=False, ready=True)   # a kwok node; ready=False: not managed by kwok
         cluster.delete_nodes(names)                 # and wait until they are gone
+        cluster.node_ready(name)                    # Ready and without the not-ready taint
         cluster.namespace()                         # a fresh namespace (with its default ServiceAccount)
         cluster.compact_etcd()                      # compact etcd at its current revision (410 for old RVs)
         cluster.etcd_put(key, value)                # a write outside the API: etcd's revision moves on
         cluster.restart_apiserver(down_seconds)     # stop and start kube-apiserver on the same port
         cluster.stop_apiserver(); cluster.start_apiserver()   # the same in two steps
         cluster.logs()                              # the tail of every component's log
+    wait_for(check, timeout, "what")                # poll until truthy; the assertion names `what`
 
 The API server runs `--authorization-mode=Node,RBAC` with client-certificate authentication; the
 scheduler and controller manager use their own identities (system:kube-scheduler,
