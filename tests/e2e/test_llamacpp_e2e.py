@@ -119,7 +119,7 @@ def test_queue_gauges_follow_a_burst(server: llama.LlamaServer, exporter: str) -
     """Two slots, six long requests: the exporter sees them running and deferred; after the burst, both are 0."""
     running = waiting = 0.0
     with ThreadPoolExecutor(6) as pool:
-        futures = [pool.submit(complete, server.url, 96, f"burst {i} keeps the slots busy") for i in range(6)]
+        futures = [pool.submit(complete, server.url, 256, f"burst {i} keeps the slots busy") for i in range(6)]
         while not all(f.done() for f in futures):
             body = fetch(exporter)
             running = max(running, total(body, "llm_requests_running", **ENGINE))
