@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import ssl
 import subprocess
@@ -45,6 +46,11 @@ def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: floa
     return value
 
 
+# SIGKILL a component when the test process dies, so that a killed run (a timeout) leaves no control plane
+# behind (util-linux's setpriv sets PR_SET_PDEATHSIG and execs; without it, cleanup is the context's alone)
+_DIE_WITH_PARENT = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+
+
 @dataclass
 class Component:
     name: str
@@ -54,7 +60,9 @@ class Component:
 
     def start(self) -> None:
         with self.log.open("ab") as out:
-            self.process = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                [*_DIE_WITH_PARENT, *self.args], stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def stop(self) -> None:
         process = self.process
