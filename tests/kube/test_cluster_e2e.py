@@ -1,4 +1,9 @@
-"""The cluster role end to end: real `kubernetes` client, fake API server, the collector as the server runs it."""
+"""The cluster role end to end: real `kubernetes` client, fake API server, the collector as the server runs it.
+
+The fake stays for what the real API server does not do on demand: an ERROR 410 on an open watch, DRA not
+served, no configuration, a slow server. Placement against the real scheduler, DRA allocation, compaction
+and restarts: tests/kube_real/.
+"""
 
 from __future__ import annotations
 
