@@ -21,6 +21,8 @@ MIG = "nvidia.com/mig-1g.10gb"
 OVERHEAD_CLASS = "gpu-overhead"  # RuntimeClass whose overhead is one nvidia.com/gpu
 OVERHEAD = {GPU: 1}
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+# every node and pod of one example carries it: other tests' nodes in the shared cluster are never eligible
+RUN_LABEL = "test.llm-exporter/run"
 
 Obj = dict[str, Any]
 
@@ -114,19 +116,19 @@ scenarios = st.builds(
 )
 
 
-def node_manifest_args(spec: NodeSpec) -> dict[str, Any]:
+def node_manifest_args(spec: NodeSpec, run: str) -> dict[str, Any]:
     capacity = {name: str(n) for name, n in ((GPU, spec.gpus), (MIG, spec.migs)) if n}
     taints = [{"key": k, "value": v, "effect": e} for k, v, e in spec.taints]
     return {
         "capacity": capacity,
-        "labels": dict(spec.labels),
+        "labels": {**dict(spec.labels), RUN_LABEL: run},
         "taints": taints,
         "unschedulable": spec.cordoned,
         "ready": spec.ready,
     }
 
 
-def pod_manifest(spec: PodSpec, name: str, namespace: str) -> Obj:
+def pod_manifest(spec: PodSpec, name: str, namespace: str, run: str) -> Obj:
     def container(prefix: str, i: int, count: int) -> Obj:
         limits = {spec.resource: str(count)} if count else {}
         return {"name": f"{prefix}{i}", "image": "gpu-workload", "resources": {"limits": limits}}
@@ -134,7 +136,7 @@ def pod_manifest(spec: PodSpec, name: str, namespace: str) -> Obj:
     body: Obj = {
         "containers": [container("app", i, n) for i, n in enumerate(spec.app)],
         "initContainers": [container("init", i, n) for i, n in enumerate(spec.init)],
-        "nodeSelector": dict(spec.selector),
+        "nodeSelector": {**dict(spec.selector), RUN_LABEL: run},
         "tolerations": [
             {k: v for k, v in zip(("key", "operator", "value", "effect"), t, strict=True) if v}
             for t in spec.tolerations

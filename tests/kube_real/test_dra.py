@@ -49,8 +49,8 @@ def _pod(name: str, namespace: str, template: str = "one-gpu", node: str | None 
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
         "containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}],
     }
-    if node:
-        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    # only this test's nodes: the session's cluster is shared with other tests
+    spec["nodeSelector"] = {"kubernetes.io/hostname": node} if node else {"dra-test": "yes"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
@@ -77,7 +77,7 @@ def dra_cluster(kube_cluster: Cluster) -> Iterator[tuple[Cluster, list[str], str
         }
     )
     for name in nodes:
-        cluster.add_node(name)
+        cluster.add_node(name, labels={"dra-test": "yes"})
     namespace = cluster.namespace(f"dra-{run}")
     try:
         for name in nodes:

@@ -109,13 +109,13 @@ def _check(cluster: Cluster, collector: Collector, scenario: Scenario) -> None:
     namespace = cluster.namespace(f"frag-{run}")
     try:
         for name, node_spec in zip(names, scenario.nodes, strict=True):
-            cluster.add_node(name, **node_manifest_args(node_spec))
+            cluster.add_node(name, **node_manifest_args(node_spec, run))
         for name, node_spec in zip(names, scenario.nodes, strict=True):
             wait_for(partial(_node_ready_state, cluster, name, node_spec), SETTLE_TIMEOUT, f"node {name} settled")
         pod_specs: dict[str, PodSpec] = {}
         for i, pod_spec in enumerate(scenario.pods):
             pod_specs[f"pod-{i}"] = pod_spec
-            manifest = pod_manifest(pod_spec, f"pod-{i}", namespace)
+            manifest = pod_manifest(pod_spec, f"pod-{i}", namespace, run)
             cluster.must("POST", f"/api/v1/namespaces/{namespace}/pods", manifest)
         pods = wait_for(lambda: _settled(cluster, namespace), SETTLE_TIMEOUT, "every pod bound or Unschedulable")
         nodes = {n: cluster.must("GET", f"/api/v1/nodes/{n}") for n in names}
