@@ -24,7 +24,7 @@ class ReplicasCollector:
     def __init__(self, reflector: Reflector[startup.PodStart], clock: Callable[[], float] = time.time) -> None:
         self._reflector = reflector
         self._clock = clock
-        self._tracker = startup.StartupTracker()
+        self._tracker = startup.StartupTracker(started_at=clock())
         self._lock = threading.Lock()  # concurrent scrapes update the tracker one at a time
 
     def start(self) -> None:

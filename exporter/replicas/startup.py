@@ -7,12 +7,13 @@
 - `starting`: scheduled -> ready (the Ready condition turned True): image pull, weights download and load,
   CUDA graph capture, the readiness probe.
 
-A startup is observed only when this exporter saw the pod before it was Ready: pods already running when
-the exporter starts are not counted again, so a restart of the exporter does not repeat old startups.
+A start-up is observed only when it happened while this exporter was watching: pods already running when
+the exporter starts are not counted again, so a restart of the exporter does not repeat old start-ups.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -108,31 +109,36 @@ class Histogram:
 
 
 class StartupTracker:
-    """Turns successive views of the engine pods into observed phase durations, each phase once per pod."""
+    """Turns successive views of the engine pods into observed phase durations, each phase once per pod.
 
-    def __init__(self) -> None:
+    A pod's start-up counts when this exporter saw it before it was Ready, or when it was created after
+    `started_at` (it may have become Ready between two looks): never for pods that were already running
+    when the exporter started, so a restart of the exporter does not count old start-ups again.
+    """
+
+    def __init__(self, started_at: float) -> None:
         self.histograms: dict[tuple[str, str, str], Histogram] = {}
+        self._started_at = started_at
         self._known: set[str] = set()
         self._watched: set[str] = set()  # pods whose startup this exporter saw
         self._observed: set[tuple[str, str]] = set()  # (uid, phase) already counted
-        self._first = True
 
     def update(self, pods: Iterable[PodStart]) -> None:
         current = list(pods)
         for pod in current:
+            for phase in PHASES:  # every workload seen starts at zero: increase() then counts its first start
+                self.histograms.setdefault((pod.namespace, pod.workload, phase), Histogram([0] * len(BUCKETS)))
             if pod.uid not in self._known:
                 self._known.add(pod.uid)
-                # Ready at the first list: it started before this exporter did
-                if not (self._first and pod.ready is not None):
+                # creationTimestamp has whole seconds: a pod created in the second the exporter started counts
+                if pod.ready is None or pod.created >= math.floor(self._started_at):
                     self._watched.add(pod.uid)
             if pod.uid not in self._watched:
                 continue
             for phase, seconds in durations(pod).items():
                 if (pod.uid, phase) not in self._observed:
                     self._observed.add((pod.uid, phase))
-                    key = (pod.namespace, pod.workload, phase)
-                    self.histograms.setdefault(key, Histogram([0] * len(BUCKETS))).observe(seconds)
-        self._first = False
+                    self.histograms[(pod.namespace, pod.workload, phase)].observe(seconds)
         alive = {pod.uid for pod in current}  # forget deleted pods; their counts stay in the histograms
         self._known &= alive
         self._watched &= alive

@@ -60,23 +60,29 @@ def test_phases_from_the_conditions() -> None:
 
 
 def test_each_start_up_is_counted_once_and_only_when_seen() -> None:
-    tracker = startup.StartupTracker()
     old = record(pod("old", "2026-12-03T09:00:00Z", "2026-12-03T09:00:01Z", "2026-12-03T09:01:00Z"))
+    tracker = startup.StartupTracker(started_at=old.created + 3600.4)  # the exporter started at 10:00:00.4
     new = pod("new", "2026-12-03T10:00:00Z")
-    tracker.update([old, record(new)])  # the first list: `old` was Ready before the exporter started
-    assert tracker.histograms == {}
+    tracker.update([old, record(new)])  # `old` was Ready before the exporter started
+    assert {key: h.count for key, h in tracker.histograms.items()} == {
+        ("llm", "vllm", "scheduling"): 0,  # the workload is known: its histograms start at zero
+        ("llm", "vllm", "starting"): 0,
+    }
     scheduled = pod("new", "2026-12-03T10:00:00Z", "2026-12-03T10:00:30Z")
     tracker.update([old, record(scheduled)])
     tracker.update([old, record(scheduled)])  # seen again: not counted again
     ready = pod("new", "2026-12-03T10:00:00Z", "2026-12-03T10:00:30Z", "2026-12-03T10:05:30Z")
-    late = pod("late", "2026-12-03T10:01:00Z", "2026-12-03T10:01:02Z", "2026-12-03T10:03:02Z")  # all between updates
-    tracker.update([old, record(ready), record(late)])
+    # created after the exporter started and Ready before it looked: still a start-up it saw happen
+    same_second = pod("same", "2026-12-03T10:00:00Z", "2026-12-03T10:00:00Z", "2026-12-03T10:00:00Z")
+    late = pod("late", "2026-12-03T10:01:00Z", "2026-12-03T10:01:02Z", "2026-12-03T10:03:02Z")
+    tracker.update([old, record(ready), record(late), record(same_second)])
     scheduling = tracker.histograms[("llm", "vllm", "scheduling")]
     starting = tracker.histograms[("llm", "vllm", "starting")]
-    assert (scheduling.count, scheduling.sum) == (2, 32.0)
-    assert (starting.count, starting.sum) == (2, 420.0)
-    assert starting.buckets[startup.BUCKETS.index(120.0)] == 1  # 120 s counts in le=120
-    assert starting.buckets[startup.BUCKETS.index(300.0)] == 2
+    assert (scheduling.count, scheduling.sum) == (3, 32.0)
+    assert (starting.count, starting.sum) == (3, 420.0)
+    assert starting.buckets[startup.BUCKETS.index(1.0)] == 1  # the same-second pod: 0 s
+    assert starting.buckets[startup.BUCKETS.index(120.0)] == 2  # 120 s counts in le=120
+    assert starting.buckets[startup.BUCKETS.index(300.0)] == 3
 
 
 def test_pods_ready_not_yet_ready_and_the_oldest() -> None:
@@ -85,9 +91,9 @@ def test_pods_ready_not_yet_ready_and_the_oldest() -> None:
         record(pod("x", "2026-12-03T10:00:00Z")),
         record(pod("y", "2026-12-03T10:01:00Z", "2026-12-03T10:01:01Z")),
         record(pod("z", "2026-12-03T09:00:00Z", "2026-12-03T09:00:01Z", "2026-12-03T09:01:00Z")),
-        record(pod("w", "2026-12-03T09:00:00Z", "2026-12-03T09:00:01Z", "2026-12-03T09:01:00Z", owner="other-5c9d8f7b6")),
+        record(pod("w", "2026-12-03T09:00:00Z", "2026-12-03T09:00:01Z", "2026-12-03T09:01:00Z", owner="o-5c9d8f7b6")),
     ]
-    assert startup.replica_counts(pods, now) == {("llm", "vllm"): (1, 2, 90.0), ("llm", "other"): (1, 0, None)}
+    assert startup.replica_counts(pods, now) == {("llm", "vllm"): (1, 2, 90.0), ("llm", "o"): (1, 0, None)}
 
 
 def test_exposition() -> None:
