@@ -260,6 +260,20 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "small GPU pods, or split the replica.",
         ),
         Alert(
+            "LLMReplicaStartupSlow",
+            placement,
+            "max by (namespace, workload) (llm_replica_starting_oldest_seconds)",
+            ">",
+            t.replica_startup_slow_seconds,
+            t.replica_startup_slow_for,
+            "warning",
+            "A replica of {{ $labels.namespace }}/{{ $labels.workload }} has been starting for "
+            "{{ $value | humanizeDuration }}.",
+            f"An engine pod is not Ready {number(t.replica_startup_slow_seconds)}s after it was created: capacity "
+            "the autoscaler asked for is not arriving. Pending (see the placement panels), a slow image or weights "
+            "pull, or a crash loop before Ready.",
+        ),
+        Alert(
             "LLMRouteTimeoutBelowRequestDuration",
             placement,
             _p99("llm_request_duration_seconds", t.latency_window)

@@ -77,6 +77,9 @@ class Thresholds:
     route_timeout_for: str = "15m"
     route_buffering_for: str = "15m"
     cluster_view_stale_seconds: float = 600
+    # Replicas: a pod still not Ready this long after it was created is stuck, not slow
+    replica_startup_slow_seconds: float = 900
+    replica_startup_slow_for: str = "5m"
     cluster_view_stale_for: str = "5m"
     # Query watchdog: KEDA scales on 0 when its query is empty, so that pages; a blank panel does not
     autoscaler_query_empty_for: str = "10m"

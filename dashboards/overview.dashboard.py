@@ -137,6 +137,29 @@ routing = Row(
             description="Share of prompt lookups served from each replica's prefix cache. One replica far below its "
             "siblings gets the shared prefixes of nobody: route by prefix, or expect its TTFT to be higher.",
         ),
+        timeseries(
+            "Route timeout vs request duration p99",
+            [
+                Query(
+                    f"min by (namespace, route, kind) ({selector('llm_route_timeout_seconds', SOURCE)})",
+                    "timeout {{kind}} {{namespace}}/{{route}}",
+                ),
+                *_latency("llm_request_duration_seconds", (0.99,)),
+            ],
+            unit="s",
+            width=16,
+            description="The shortest timeout of each Ingress or HTTPRoute in front of the engines against the "
+            "request duration p99. A p99 near a timeout means long generations are cut mid-stream: users see a "
+            "broken answer. Raise the route timeout or cap max_tokens.",
+        ),
+        stat(
+            "Routes that buffer",
+            [Query(f"sum({selector('llm_route_buffering', SOURCE)})", "buffering routes")],
+            unit="short",
+            width=8,
+            description="Routes in front of the engines whose proxy buffers responses (ingress-nginx proxy-buffering "
+            "on). Above 0, streamed tokens reach users in bursts: turn buffering off for streaming routes.",
+        ),
     ],
 )
 
@@ -334,6 +357,40 @@ placement = Row(
             description="Unschedulable GPU pods by why: fragmented (free GPUs exist but not on one node), "
             "insufficient, constrained (no eligible node), fits (waits on something else). Empty when nothing is "
             "pending; see the runbook for each reason.",
+        ),
+        timeseries(
+            "Cold start by phase",
+            [
+                Query(
+                    f"histogram_quantile({q}, sum by (namespace, workload, phase, le) "
+                    f"(increase({selector('llm_replica_startup_seconds_bucket', SOURCE)}[$__range])))",
+                    f"p{round(q * 100)} {{{{phase}}}} {{{{namespace}}}}/{{{{workload}}}}",
+                )
+                for q in (0.5, 0.99)
+            ],
+            unit="s",
+            width=12,
+            description="How long new engine replicas took over the time shown: scheduling (created to placed on a "
+            "node) and starting (placed to Ready: image, weights, warm-up). The autoscaler is late by the sum: set "
+            "minimum replicas so that the queue can wait that long.",
+        ),
+        timeseries(
+            "Replicas ready and starting",
+            [
+                Query(
+                    f"sum by (namespace, workload) ({selector('llm_replica_ready', SOURCE)})",
+                    "ready {{namespace}}/{{workload}}",
+                ),
+                Query(
+                    f"sum by (namespace, workload) ({selector('llm_replica_starting', SOURCE)})",
+                    "starting {{namespace}}/{{workload}}",
+                ),
+            ],
+            unit="short",
+            width=12,
+            description="Engine pods Ready and still starting per workload. Starting pods while requests queue are "
+            "capacity on its way: compare the wait with Cold start by phase; a pod starting for long is stuck "
+            "(LLMReplicaStartupSlow).",
         ),
     ],
 )

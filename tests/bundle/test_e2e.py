@@ -30,6 +30,7 @@ from exporter.bundle import check, render
 from exporter.bundle.queries import Query, file_queries
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
+from tests.bundle.engine_workload import deploy_engine
 from tests.bundle.replay import FakeEngine, delivered
 from tests.bundle.servers import Served, alertmanager, process, prometheus, query, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
@@ -114,6 +115,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             prom_url = stack.enter_context(
                 prometheus(tmp / "prom", scrape, rule_files=[rules], alertmanager_url=am_url)
             )
+            deploy_engine(cluster, prom_url)  # the replica and route panels
             yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp}
     finally:
         for server in (engine, webhook):

@@ -32,6 +32,7 @@ CONTRACT = [
     "LLMEngineSeriesDropped",
     "LLMEngineUnmappedMetrics",
     "LLMPodPendingWithFreeGPUs",
+    "LLMReplicaStartupSlow",
     "LLMRouteTimeoutBelowRequestDuration",
     "LLMRouteBuffering",
     "LLMClusterViewStale",

@@ -32,6 +32,7 @@ from alerts.thresholds import DEFAULT, EXPORTER_JOB
 from exporter.bundle import check, render
 from exporter.bundle.queries import file_queries
 from exporter.sources.prometheus import HttpPrometheus
+from tests.bundle.engine_workload import deploy_engine
 from tests.bundle.replay import FakeEngine, delivered
 from tests.bundle.servers import Served, alertmanager, process, prometheus, query, wait_for, wait_http
 from tests.deploy.manifests import OVERLAYS
@@ -165,6 +166,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                     alertmanager(tmp / "am", f"{webhook.url}/hook") as am_url,
                     prometheus(tmp / "prom", [job], rule_files=[rules], alertmanager_url=am_url) as prom_url,
                 ):
+                    deploy_engine(cluster, prom_url)  # the replica and route panels
                     yield {"prometheus": prom_url, "webhook": webhook, "urls": {node_url, cluster_url}}
     engine.close()
     webhook.close()
