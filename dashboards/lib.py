@@ -18,7 +18,7 @@ GRID_WIDTH = 24
 SCHEMA_VERSION = 37  # Grafana 9.x: time series, stat and table panels with fieldConfig
 
 # Label matchers bound to the dashboard variables (multi-value, "All" is the regex `.*`).
-ENGINE = 'namespace=~"$namespace", model=~"$model"'
+ENGINE = 'namespace=~"$namespace", engine=~"$engine", model=~"$model"'
 SOURCE = 'namespace=~"$namespace"'  # engine-target metrics (no model label)
 NODE = 'node=~"$node"'  # `node` is a target label added by the scrape config, or the cluster role's own label
 
@@ -210,7 +210,11 @@ def variables() -> list[g.Template]:
     return [
         g.Template(name="datasource", label="Data source", query="prometheus", type="datasource", default="default"),
         _variable("namespace", "Namespace", "label_values(llm_engine_up, namespace)"),
-        _variable("model", "Model", 'label_values(llm_requests_running{namespace=~"$namespace"}, model)'),
+        # vLLM, SGLang, TGI, TensorRT-LLM, llama.cpp, LMDeploy: one dashboard, the same llm_* names
+        _variable("engine", "Engine", 'label_values(llm_engine_up{namespace=~"$namespace"}, engine)'),
+        _variable(
+            "model", "Model", 'label_values(llm_requests_running{namespace=~"$namespace", engine=~"$engine"}, model)'
+        ),
         _variable("node", "Node", "label_values(llm_node_gpus_allocatable, node)"),
     ]
 

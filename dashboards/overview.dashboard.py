@@ -362,7 +362,7 @@ placement = Row(
             "Cold start by phase",
             [
                 Query(
-                    f"histogram_quantile({q}, sum by (namespace, workload, phase, le) "
+                    f"histogram_quantile({q}, sum by (le, namespace, workload, phase) "
                     f"(increase({selector('llm_replica_startup_seconds_bucket', SOURCE)}[$__range])))",
                     f"p{round(q * 100)} {{{{phase}}}} {{{{namespace}}}}/{{{{workload}}}}",
                 )

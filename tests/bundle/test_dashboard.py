@@ -21,9 +21,9 @@ def test_uid_and_title_are_fixed() -> None:
 
 def test_variables() -> None:
     variables = {v["name"]: v for v in OVERVIEW["templating"]["list"]}
-    assert list(variables) == ["datasource", "namespace", "model", "node"]
+    assert list(variables) == ["datasource", "namespace", "engine", "model", "node"]
     assert (variables["datasource"]["type"], variables["datasource"]["query"]) == ("datasource", "prometheus")
-    for name in ("namespace", "model", "node"):
+    for name in ("namespace", "engine", "model", "node"):
         v = variables[name]
         assert (v["type"], v["multi"], v["includeAll"], v["allValue"]) == ("query", True, True, ".*")
         assert v["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
