@@ -19,6 +19,9 @@ from tests.deploy.manifests import BASE, ROOT, render
 DOCS = [ROOT / "docs" / name for name in ("troubleshooting.md", "install.md", "upgrade.md")]
 TARGET_LABELS = {"job", "instance"}  # added by Prometheus, not by the exporter
 SAMPLES = {sample: spec for spec in ALL for sample in spec.sample_names}
+RULE_FILE = ROOT / "alerts" / "llm-exporter.rules.yaml"
+# series the bundle's recording rules define (llm:*), with the labels they keep
+RECORDED = {r["record"] for g in yaml.safe_load(RULE_FILE.read_text())["groups"] for r in g["rules"] if "record" in r}
 
 
 def blocks(path: Path, language: str) -> list[str]:
@@ -38,7 +41,7 @@ def doc_queries() -> list[str]:
 def test_the_troubleshooting_page_walks_the_four_stages_and_the_two_cases() -> None:
     text = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
     headings = re.findall(r"^#+ (.+)$", text, flags=re.M)
-    for stage in ("Route", "Queue", "Prefill", "Decode"):
+    for stage in ("Route", "Cold start", "Bottleneck", "Ingress and gateway", "Queue", "Prefill", "Decode"):
         assert any(h.split(". ", 1)[-1].startswith(stage) for h in headings), stage
     assert "Pending with free GPUs" in headings
     assert "A dashboard panel went blank" in headings
@@ -61,6 +64,9 @@ def test_every_doc_query_uses_catalogue_names_and_labels(query: str) -> None:
     for selector in promql.selectors(query):
         if selector.name == "up":
             assert {m.label for m in selector.matchers} <= TARGET_LABELS
+            continue
+        if selector.name in RECORDED:
+            assert {m.label for m in selector.matchers} <= {"namespace", "model", "pod", "resource"}, selector
             continue
         spec = SAMPLES.get(selector.name)
         assert spec is not None, f"{selector.name} is not an exported sample"
