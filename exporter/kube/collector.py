@@ -20,7 +20,7 @@ from exporter.exposition import Family
 from exporter.kube import render, transform
 from exporter.kube.deviceclass import class_driver
 from exporter.kube.view import compute
-from exporter.sources.kube import KubeConfigError, Reflector, connect
+from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
 
 # finished pods hold nothing: let the API server filter them (a pod that finishes arrives as DELETED)
 POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
@@ -42,25 +42,23 @@ class ClusterCollector:
         self._lock = threading.Lock()
         self._dirty = True
         self._cached: list[Family] = []
-        self._reflectors = dict(make_reflectors(self.mark_dirty))
+        self._reflectors = Reflectors(make_reflectors(self.mark_dirty))
 
     def mark_dirty(self) -> None:
         """The reflectors' on_event: called from their threads, so only a flag."""
         self._dirty = True
 
     def start(self) -> None:
-        for reflector in self._reflectors.values():
-            reflector.start()
+        self._reflectors.start()
 
     def close(self) -> None:
-        for reflector in self._reflectors.values():
-            reflector.stop()
+        self._reflectors.stop()
 
     def ready(self) -> bool:
-        return all(r.synced() for r in self._reflectors.values())
+        return self._reflectors.synced()
 
     def collect(self) -> Iterable[Family]:
-        waiting = [name for name, r in self._reflectors.items() if not r.synced()]
+        waiting = self._reflectors.waiting()
         if waiting:
             raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
         with self._lock:  # concurrent scrapes: one recompute

@@ -16,7 +16,7 @@ from exporter.collect import CollectorUnavailable
 from exporter.config import Cluster, Routes
 from exporter.exposition import Family
 from exporter.routes import model
-from exporter.sources.kube import KubeConfigError, Reflector, connect
+from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
 
 
 def _none_if_zero(seconds: float) -> float | None:
@@ -50,21 +50,19 @@ class RoutesCollector:
     name = "routes"
 
     def __init__(self, reflectors: Mapping[str, Reflector[Any]]) -> None:
-        self._reflectors = dict(reflectors)
+        self._reflectors = Reflectors(reflectors)
 
     def start(self) -> None:
-        for reflector in self._reflectors.values():
-            reflector.start()
+        self._reflectors.start()
 
     def close(self) -> None:
-        for reflector in self._reflectors.values():
-            reflector.stop()
+        self._reflectors.stop()
 
     def ready(self) -> bool:
-        return all(r.synced() for r in self._reflectors.values())
+        return self._reflectors.synced()
 
     def collect(self) -> Iterable[Family]:
-        waiting = [name for name, r in self._reflectors.items() if not r.synced()]
+        waiting = self._reflectors.waiting()
         if waiting:
             raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
         items = {name: r.items().values() for name, r in self._reflectors.items()}

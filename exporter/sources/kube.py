@@ -383,3 +383,22 @@ def _safe_key(obj: dict[str, Any]) -> str:
         return key_of(obj)
     except (KeyError, TypeError, AttributeError):
         return "<unnamed>"
+
+
+class Reflectors(dict[str, "Reflector[Any]"]):
+    """Named reflectors that a collector starts, stops and waits on together."""
+
+    def start(self) -> None:
+        for reflector in self.values():
+            reflector.start()
+
+    def stop(self) -> None:
+        for reflector in self.values():
+            reflector.stop()
+
+    def synced(self) -> bool:
+        return all(r.synced() for r in self.values())
+
+    def waiting(self) -> list[str]:
+        """The names of the reflectors whose first full list has not arrived yet."""
+        return [name for name, r in self.items() if not r.synced()]

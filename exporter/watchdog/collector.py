@@ -17,7 +17,7 @@ from typing import Any
 from exporter.collect import CollectorUnavailable
 from exporter.config import Watchdog, WatchdogPrometheus
 from exporter.exposition import Family
-from exporter.sources.kube import KubeConfigError, Reflector, connect
+from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
 from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
 from exporter.watchdog import model
 from exporter.watchdog.adapter import Evaluator, Query, keda_query
@@ -57,7 +57,7 @@ class WatchdogCollector:
         clock: Callable[[], float] = time.time,
         target: str = "",
     ) -> None:
-        self._reflectors = dict(reflectors)
+        self._reflectors = Reflectors(reflectors)
         self._client = client
         self._interval = interval_seconds
         self._max_queries = max_queries
@@ -71,24 +71,22 @@ class WatchdogCollector:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        for reflector in self._reflectors.values():
-            reflector.start()
+        self._reflectors.start()
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="query-watchdog", daemon=True)
             self._thread.start()
 
     def close(self) -> None:
         self._stop.set()
-        for reflector in self._reflectors.values():
-            reflector.stop()
+        self._reflectors.stop()
         if self._thread is not None:
             self._thread.join(5.0)
 
     def ready(self) -> bool:
-        return all(r.synced() for r in self._reflectors.values())
+        return self._reflectors.synced()
 
     def collect(self) -> Iterable[Family]:
-        waiting = [name for name, r in self._reflectors.items() if not r.synced()]
+        waiting = self._reflectors.waiting()
         if waiting:
             raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
         available = {name: r.available() for name, r in self._reflectors.items()}

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from exporter.config import Cluster
+from exporter.config import Cluster as ClusterConfig
 from exporter.exposition import render
 from exporter.routes.collector import build_routes_collectors
 from tests.kubecluster import Cluster, wait_for
@@ -89,7 +89,7 @@ def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_clust
     ns = cluster.namespace("routes")
     for obj in objects(ns):
         cluster.apply(obj)
-    collectors = build_routes_collectors(Cluster(), str(cluster.admin_kubeconfig))
+    collectors = build_routes_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))
     assert len(collectors) == 1
     collector = collectors[0]
     collector.start()
@@ -110,7 +110,7 @@ def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_clust
         collector.close()
 
     # a new collector: the first one may wait out the optional retry before it sees the new CRD
-    collector = build_routes_collectors(Cluster(), str(cluster.admin_kubeconfig))[0]
+    collector = build_routes_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))[0]
     collector.start()
     try:
         wait_for(collector.ready, 60, "the first lists")
