@@ -63,7 +63,7 @@ from tests.kubeapi import (
 )
 from tests.peers import peer
 
-__all__ = ["Cluster", "kube_cluster", "start_cluster", "wait_for"]
+__all__ = ["KWOK_ANNOTATION", "Cluster", "kube_cluster", "start_cluster", "wait_for"]
 
 
 def _probe(cluster: Cluster) -> None:
