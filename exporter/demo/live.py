@@ -58,3 +58,17 @@ def rename_signals(body: str) -> tuple[list[tuple[str, str]], float]:
         for labels in (dict(pairs) for pairs, v in parsed.samples.get("llm_metric_present", ()) if v == 0)
     ]
     return missing, sum(v for _, v in parsed.samples.get("llm_engine_unmapped_metrics", ()))
+
+
+_VERSION_SOURCES = {"endpoint": "asked from the engine", "inferred": "inferred from its metric names"}
+
+
+def engines_found(body: str) -> list[str]:
+    """"vllm 0.32.0 (asked from the engine)" for each engine target, from `llm_engine_info`."""
+    parsed = parser.parse(body, frozenset({"llm_engine_info"}), "llm_")
+    found = []
+    for pairs, _ in parsed.samples.get("llm_engine_info", ()):
+        labels = dict(pairs)
+        how = _VERSION_SOURCES.get(labels["version_source"], "version unknown")
+        found.append(f"{labels['engine']} {labels['version']} ({how})")
+    return sorted(found)

@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         elif not prometheus.available():
             step("not a checkout of the repository: Prometheus and the alert rules are not run")
         alerts = _AlertWatch(prom)
+        found = _wait_for_engine(metrics_url)
+        step(f"the exporter found {', '.join(found) if found else 'no engine yet'}: no engine named in its config")
         step(f"exporter on {metrics_url}; sending a burst of {requests} long prompts, {args.concurrency} at a time")
         start = time.monotonic()
         with ThreadPoolExecutor(args.concurrency) as pool:
@@ -115,6 +117,16 @@ def run(args: argparse.Namespace) -> int:
         proxy.close()
         engine.stop()
     return 0
+
+
+def _wait_for_engine(metrics_url: str, timeout: float = 10.0) -> list[str]:
+    """The engines the exporter detected from the served body (the config names none)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = live.engines_found(_fetch(metrics_url))
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 def _silent_rename(

@@ -18,6 +18,8 @@ def test_demo_short_mode() -> None:
     )
     out = result.stdout
     assert result.returncode == 0, result.stderr[-2000:]
+    # no engine named in the demo's config: the exporter detects vLLM and asks its version
+    assert "the exporter found vllm 0.32.0 (asked from the engine)" in out
     live = [line for line in out.splitlines() if line.startswith("t=")]
     assert live and all("engine up 1" in line for line in live)
     assert re.search(r"burst done: 8 requests, TTFT p99 \d+\.\d\ds, queue drained to 0", out)

@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from exporter.demo.live import rename_signals
+from exporter.demo.live import engines_found, rename_signals
 from exporter.demo.proxy import RenamingProxy, renamed
 from exporter.engines.mapping import map_body
 from exporter.engines.releases import load
@@ -74,3 +74,14 @@ def test_rename_signals_read_the_exporters_output() -> None:
         'llm_engine_unmapped_metrics{namespace="demo",pod="vllm-0",engine="vllm"} 1\n'
     )
     assert rename_signals(text) == ([("llm_kv_cache_usage_ratio", "vllm:kv_cache_usage_perc")], 1.0)
+
+
+def test_engines_found_reads_the_exporters_engine_info() -> None:
+    text = (
+        'llm_engine_info{namespace="demo",pod="vllm-0",engine="vllm",version="0.32.0",version_source="endpoint"} 1\n'
+        'llm_engine_info{namespace="demo",pod="ls-0",engine="llamacpp",version="b11434",version_source="inferred"} 1\n'
+    )
+    assert engines_found(text) == [
+        "llamacpp b11434 (inferred from its metric names)",
+        "vllm 0.32.0 (asked from the engine)",
+    ]
