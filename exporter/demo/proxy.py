@@ -41,11 +41,15 @@ class RenamingProxy:
                     status, ctype, data = 502, "text/plain", f"engine unreachable: {exc}\n".encode()
                 if self.path.split("?")[0] == "/metrics" and status == 200 and proxy.renames:
                     data = renamed(data.decode(), proxy.renames).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", ctype or "text/plain")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", ctype or "text/plain")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    # the scraper gave up first (its deadline): nothing to tell the person watching the demo
+                    return
 
             def log_message(self, *args: object) -> None:
                 pass
