@@ -173,8 +173,11 @@ def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> 
     wait_for(lambda: bool(query(stack["prometheus"], "vllm:kv_cache_usage_perc")), 30, "the direct vLLM scrape")
     old = checker.check(Query("keda.yaml", "ScaledObject vllm trigger 0", "avg(vllm:gpu_cache_usage_perc)"))
     assert old.status == "empty"
+    # the diagnosis from vLLM's release history, with the running version the exporter reports
     assert old.reasons == [
-        "vllm:gpu_cache_usage_perc: never present in the last 7d (not scraped, or renamed); "
-        "similar names present: vllm:kv_cache_usage_perc, llm_kv_cache_usage_ratio"
+        "vllm:gpu_cache_usage_perc: never present in the last 7d: vllm:gpu_cache_usage_perc was removed in vLLM "
+        "0.12.0 (hidden behind --show-hidden-metrics-for-version from 0.11.2); its successor is "
+        "vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); the running vLLM is 0.32.0 (from "
+        "llm_engine_info)"
     ]
     assert checker.check(Query("keda.yaml", "new name", "avg(vllm:kv_cache_usage_perc)")).status == "ok"

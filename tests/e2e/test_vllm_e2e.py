@@ -108,8 +108,9 @@ def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter:
 def test_queue_gauges_follow_a_burst(vllm: vllm_env.VllmServer, exporter: str) -> None:
     """While a burst runs, the exporter sees requests running or waiting; after it, both return to 0."""
     seen = 0.0
-    with ThreadPoolExecutor(8) as pool:
-        futures = [pool.submit(complete, vllm.url, 64) for _ in range(8)]
+    # long enough that a scrape lands inside it on a busy machine (the tiny model decodes fast)
+    with ThreadPoolExecutor(16) as pool:
+        futures = [pool.submit(complete, vllm.url, 256) for _ in range(16)]
         while not all(f.done() for f in futures):
             body = fetch(exporter)
             seen = max(seen, total(body, "llm_requests_running") + total(body, "llm_requests_waiting"))
