@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything the exporter and its test suite need on a Debian machine:
-# Debian packages (a C compiler, make, venv), then the project venv. Idempotent: a second run only checks.
+# Debian packages (C and C++ compilers, make, cmake, curl, venv), then the project venv. Idempotent: a second run only checks.
 # The vLLM CPU environment is created on first use, in a cache folder; Prometheus 3, Alertmanager and the
 # other test peers are built from pinned Go modules by scripts/build-peers.sh (`make test` runs it).
 set -euo pipefail
@@ -9,6 +9,11 @@ cd "$(dirname "$0")/.."
 need=()
 command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
+# the test peers: llama.cpp's llama-server is built with cmake and g++; the Go toolchain, when missing,
+# is fetched with curl (scripts/ensure-go.sh)
+command -v g++ >/dev/null || need+=(g++)
+command -v cmake >/dev/null || need+=(cmake)
+command -v curl >/dev/null || need+=(curl)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 if ! command -v kubectl >/dev/null; then need+=(kubernetes-client); fi
 if [ ${#need[@]} -gt 0 ]; then
