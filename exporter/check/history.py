@@ -11,10 +11,8 @@ fuller table (hidden releases, HELP-named successors), the others' from `exporte
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -24,7 +22,7 @@ from typing import Any
 from exporter.engines import registry, vllm
 from exporter.engines.engine import Engine
 from exporter.engines.history import engine_history
-from exporter.engines.releases import Releases, load, parse_version
+from exporter.engines.releases import Releases, derived_file_main, load, parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "vllm_history.json"
@@ -110,21 +108,15 @@ def _family(name: str | None, known: dict[str, Any]) -> str | None:
     return name
 
 
-def render_derived() -> str:
-    return json.dumps(derive(json.loads(SOURCE.read_text())), indent=1, sort_keys=True) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
-    text = render_derived()
-    if parser.parse_args(argv).write:
-        DERIVED.write_text(text)
-        return 0
-    if DERIVED.read_text() != text:
-        print(f"{DERIVED} is out of date: run python -m exporter.check.history --write", file=sys.stderr)
-        return 1
-    return 0
+    return derived_file_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        source=SOURCE,
+        derived=DERIVED,
+        derive=derive,
+        module="exporter.check.history",  # as the user types it: __name__ is "__main__" under python -m
+    )
 
 
 if __name__ == "__main__":

@@ -10,16 +10,14 @@ but not expected. trtllm-serve is not in the source (its release boundaries are 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from exporter.engines.releases import Release, Releases, parse_version
+from exporter.engines.releases import Release, Releases, derived_file_main, parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "engine_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"
@@ -91,22 +89,15 @@ def load(engine: str) -> Releases:
     return Releases(releases, frozenset(table["known"]))
 
 
-def render_derived() -> str:
-    return json.dumps(derive(json.loads(SOURCE.read_text())), indent=1, sort_keys=True) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
-    args = parser.parse_args(argv)
-    text = render_derived()
-    if args.write:
-        DERIVED.write_text(text)
-        return 0
-    if DERIVED.read_text() != text:
-        print(f"{DERIVED} is out of date: run python -m exporter.engines.engine_releases --write", file=sys.stderr)
-        return 1
-    return 0
+    return derived_file_main(
+        argv,
+        description=(__doc__ or "").splitlines()[0],
+        source=SOURCE,
+        derived=DERIVED,
+        derive=derive,
+        module="exporter.engines.engine_releases",  # as the user types it: __name__ is "__main__" under python -m
+    )
 
 
 if __name__ == "__main__":

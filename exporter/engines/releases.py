@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -122,22 +123,39 @@ def load() -> Releases:
     return Releases(releases, frozenset(data["known"]))
 
 
-def render_derived() -> str:
-    return json.dumps(derive(json.loads(SOURCE.read_text())), indent=1, sort_keys=True) + "\n"
+def derived_file_main(
+    argv: list[str] | None,
+    *,
+    description: str,
+    source: Path,
+    derived: Path,
+    derive: Callable[[Any], Any],
+    module: str,
+) -> int:
+    """A derived data file's command: `--write` rewrites `derived` from `source`; without it, exit 1 when the
+    committed file is out of date (the drift check `make generate-check` and the tests run)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
+    args = parser.parse_args(argv)
+    text = json.dumps(derive(json.loads(source.read_text())), indent=1, sort_keys=True) + "\n"
+    if args.write:
+        derived.write_text(text)
+        return 0
+    if derived.read_text() != text:
+        print(f"{derived} is out of date: run python -m {module} --write", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
-    args = parser.parse_args(argv)
-    text = render_derived()
-    if args.write:
-        DERIVED.write_text(text)
-        return 0
-    if DERIVED.read_text() != text:
-        print(f"{DERIVED} is out of date: run python -m exporter.engines.releases --write", file=sys.stderr)
-        return 1
-    return 0
+    return derived_file_main(
+        argv,
+        description=__doc__.splitlines()[0],
+        source=SOURCE,
+        derived=DERIVED,
+        derive=derive,
+        module="exporter.engines.releases",  # as the user types it: __name__ is "__main__" under python -m
+    )
 
 
 if __name__ == "__main__":
