@@ -6,7 +6,6 @@ that source (2 layers, 64-dim, its 32 000-token SPM vocab): no download, gibberi
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import urllib.request
@@ -15,6 +14,8 @@ from pathlib import Path
 
 import gguf
 import numpy as np
+
+from exporter.demo.vllm_env import free_port
 
 BUILD = os.environ.get("LLAMA_CPP_BUILD", "11434")
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,12 +78,6 @@ def write_tiny_model(vocab: Path, out: Path, layers: int = 2, embd: int = 64, he
     writer.write_tensors_to_file()
     writer.close()
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

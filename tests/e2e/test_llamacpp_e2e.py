@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 
+from exporter.demo.vllm_env import free_port
 from exporter.engines import parser
+from tests.bundle.servers import wait_http
 from tests.e2e import llamacpp_server as llama
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
@@ -63,17 +65,12 @@ def run_exporter(target: str, tmp: Path, engine: str = "") -> tuple[subprocess.P
         f"engines: {{targets: [{{url: '{target}', labels: {{namespace: e2e, pod: llama-0}}{hint}}}]}}\n"
         "gpu: {enabled: 'false'}\n"
     )
-    port = llama.free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "exporter", "serve", "--config", str(config), "--listen", f"127.0.0.1:{port}"]
     )
     url = f"http://127.0.0.1:{port}/metrics"
-    for _ in range(100):
-        try:
-            fetch(url)
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_http(url, timeout=10, proc=proc)
     return proc, url
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from exporter.demo import vllm_env
 from exporter.engines import parser
+from tests.bundle.servers import wait_http
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]
 REQUESTS = 6
@@ -64,12 +65,7 @@ def exporter(vllm: vllm_env.VllmServer, tmp_path_factory: pytest.TempPathFactory
         [sys.executable, "-m", "exporter", "serve", "--config", str(config), "--listen", f"127.0.0.1:{port}"]
     )
     url = f"http://127.0.0.1:{port}/metrics"
-    for _ in range(100):
-        try:
-            fetch(url)
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_http(url, timeout=10, proc=proc)
     yield url
     proc.terminate()
     proc.wait(10)
