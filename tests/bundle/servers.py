@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
@@ -112,6 +113,25 @@ def process(args: list[str], log: Path, env: Mapping[str, str] | None = None) ->
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def serve_exporter(
+    tmp: Path,
+    name: str,
+    role: str,
+    address: str,
+    config: dict[str, Any],
+    kubeconfig: str = "",
+    env: Mapping[str, str] | None = None,
+) -> tuple[Any, str]:
+    """`llm-exporter serve` as its own process at `address` with `config` (written to tmp/<name>.yaml), as a
+    context manager from `process`, and its base URL."""
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    args = [sys.executable, "-m", "exporter", "serve", "--role", role, "--listen", address, "--config", str(path)]
+    if kubeconfig:
+        args += ["--kubeconfig", kubeconfig]
+    return process(args, tmp / f"{name}.log", env), f"http://{address}"
 
 
 @contextmanager

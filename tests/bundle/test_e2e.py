@@ -14,7 +14,6 @@ label: `node` on the GPU series comes from the exporter. Rules are rendered from
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import replace
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from alerts import formats
 from alerts.thresholds import DEFAULT
@@ -32,7 +30,7 @@ from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
 from tests.bundle.replay import FakeEngine, delivered
-from tests.bundle.servers import Served, alertmanager, process, prometheus, query, static_job, wait_for
+from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.kube.objects import pod
 from tests.kubecluster import Cluster, start_cluster
@@ -62,23 +60,7 @@ def two_two_one_one(cluster: Cluster) -> None:
 def serve(
     tmp: Path, name: str, role: str, config: dict[str, Any], kubeconfig: str = "", env: dict[str, str] | None = None
 ) -> Any:
-    port = free_port()
-    (tmp / f"{name}.yaml").write_text(yaml.safe_dump(config))
-    args = [
-        sys.executable,
-        "-m",
-        "exporter",
-        "serve",
-        "--role",
-        role,
-        "--listen",
-        f"127.0.0.1:{port}",
-        "--config",
-        str(tmp / f"{name}.yaml"),
-    ]
-    if kubeconfig:
-        args += ["--kubeconfig", kubeconfig]
-    return process(args, tmp / f"{name}.log", env), f"http://127.0.0.1:{port}"
+    return serve_exporter(tmp, name, role, f"127.0.0.1:{free_port()}", config, kubeconfig, env)
 
 
 @pytest.fixture(scope="module")

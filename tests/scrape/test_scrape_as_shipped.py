@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -34,7 +33,7 @@ from exporter.bundle.queries import file_queries
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
 from tests.bundle.replay import FakeEngine, delivered
-from tests.bundle.servers import Served, alertmanager, process, prometheus, query, wait_for, wait_http
+from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, wait_for, wait_http
 from tests.deploy.manifests import OVERLAYS
 from tests.deploy.manifests import render as kustomize
 from tests.kubecluster import KWOK_ANNOTATION, Cluster, start_cluster
@@ -100,14 +99,8 @@ def serve_pod(
     container = next(c for c in pod["spec"]["containers"] if c["name"] == "exporter")
     port = next(p["containerPort"] for p in container["ports"] if p["name"] == "metrics")
     role = container["args"][container["args"].index("--role") + 1]
-    name = pod["metadata"]["name"]
-    (tmp / f"{name}.yaml").write_text(yaml.safe_dump(config))
     address = f"{pod['status']['podIP']}:{port}"
-    args = [sys.executable, "-m", "exporter", "serve", "--role", role, "--listen", address]
-    args += ["--config", str(tmp / f"{name}.yaml")]
-    if kubeconfig:
-        args += ["--kubeconfig", kubeconfig]
-    return process(args, tmp / f"{name}.log", env), f"http://{address}"
+    return serve_exporter(tmp, pod["metadata"]["name"], role, address, config, kubeconfig, env)
 
 
 def scrape_job(kubeconfig: Path) -> dict[str, Any]:

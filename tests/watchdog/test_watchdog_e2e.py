@@ -11,7 +11,6 @@ the query goes empty, `llm_query_empty` turns 1 and LLMAutoscalerQueryEmpty fire
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -26,7 +25,16 @@ import yaml
 from alerts import formats
 from alerts.thresholds import DEFAULT
 from exporter.demo.vllm_env import free_port
-from tests.bundle.servers import Served, alertmanager, process, prometheus, query, static_job, wait_for, wait_http
+from tests.bundle.servers import (
+    Served,
+    alertmanager,
+    prometheus,
+    query,
+    serve_exporter,
+    static_job,
+    wait_for,
+    wait_http,
+)
 from tests.engines.derived import body_0_8_2
 from tests.engines.engine_servers import recorded
 from tests.kubecluster import Cluster
@@ -93,10 +101,8 @@ def objects(ns: str) -> list[dict[str, Any]]:
 def serve(tmp: Path, name: str, port: int, prometheus_url: str, kubeconfig: Path) -> Any:
     watchdog = {"enabled": True, "interval_seconds": 10, "timeout_seconds": 5, "prometheus": {"url": prometheus_url}}
     config = {"cluster": {"watchdog": watchdog}}
-    (tmp / f"{name}.yaml").write_text(yaml.safe_dump(config))
-    args = [sys.executable, "-m", "exporter", "serve", "--role", "cluster", "--listen", f"127.0.0.1:{port}",
-            "--config", str(tmp / f"{name}.yaml"), "--kubeconfig", str(kubeconfig)]  # fmt: skip
-    return process(args, tmp / f"{name}.log")
+    proc, _ = serve_exporter(tmp, name, "cluster", f"127.0.0.1:{port}", config, str(kubeconfig))
+    return proc
 
 
 def metrics(url: str) -> list[str]:
