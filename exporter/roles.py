@@ -20,12 +20,9 @@ def build(role: str, config: Config, kubeconfig: str | None) -> CollectorSet:
         from exporter.kube.collector import build_cluster_collectors
 
         collectors += build_cluster_collectors(config.cluster, kubeconfig)
-        from exporter.routes.collector import build_routes_collectors
+        from exporter.replicas.engine_pods import build_engine_pod_collectors
 
-        collectors += build_routes_collectors(config.cluster, kubeconfig)
-        from exporter.replicas.collector import build_replica_collectors
-
-        collectors += build_replica_collectors(config.cluster, kubeconfig)
+        collectors += build_engine_pod_collectors(config.cluster, kubeconfig)
         from exporter.watchdog.collector import build_watchdog_collectors
 
         collectors += build_watchdog_collectors(config.cluster.watchdog, kubeconfig)

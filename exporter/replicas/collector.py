@@ -1,7 +1,6 @@
 """The replicas collector (cluster role): engine pods watched, their start-ups turned into histograms.
 
-The pods are those the node role's discovery scrapes (the scrape annotation), or those an
-`engine_label_selector` selects; the transform keeps a few timestamps per engine pod only.
+The pods come from the engine-pod watch it shares with the routes collector (`engine_pods.py`).
 """
 
 from __future__ import annotations
@@ -12,10 +11,9 @@ from collections.abc import Callable, Iterable
 
 from exporter.catalogue import replicas as spec
 from exporter.collect import CollectorUnavailable
-from exporter.config import Cluster
 from exporter.exposition import Family, render_labels
 from exporter.replicas import startup
-from exporter.sources.kube import KubeConfigError, Reflector, connect
+from exporter.sources.kube import Reflector
 
 
 class ReplicasCollector:
@@ -66,18 +64,3 @@ def families(
         if oldest is not None:
             oldest_family.add((namespace, workload), round(oldest, 3))
     return [startup_family, ready_family, starting_family, oldest_family]
-
-
-def build_replica_collectors(config: Cluster, kubeconfig: str | None) -> list[ReplicasCollector]:
-    if not config.replicas.enabled:
-        return []
-    try:
-        api = connect(kubeconfig)
-    except KubeConfigError:
-        return []  # the cluster collector reports the missing configuration; one failure, said once
-    selector = config.engine_label_selector
-    scrape = "" if selector else f"{config.engine_annotation_prefix}/scrape"
-    reflector = Reflector(
-        api, "pods", transform=lambda o: startup.pod_start(o, scrape), label_selector=selector or None
-    )
-    return [ReplicasCollector(reflector)]

@@ -34,6 +34,7 @@ class PodStart:
     created: float
     scheduled: float | None
     ready: float | None
+    labels: tuple[tuple[str, str], ...] = ()  # for the Services that select the pod (routes)
 
 
 def _time(text: Any) -> float | None:
@@ -79,6 +80,7 @@ def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None
         created,
         _condition(status, "PodScheduled"),
         _condition(status, "Ready"),
+        tuple(sorted((meta.get("labels") or {}).items())),
     )
 
 

@@ -2,8 +2,8 @@
 
 Ingresses, HTTPRoutes and Services are optional (the Gateway API CRDs may not be installed, RBAC may not
 grant them after an upgrade): a 403 or 404 counts as none, so routes never hold back the cluster view.
-The engine pods are watched with a transform that keeps only opted-in pods' labels, so this extra pod watch
-holds a few bytes per engine pod.
+The engine pods ("pods") come from the engine-pod watch it shares with the replicas collector
+(`exporter.replicas.engine_pods`).
 """
 
 from __future__ import annotations
@@ -13,20 +13,20 @@ from typing import Any
 
 from exporter.catalogue import routes as spec
 from exporter.collect import CollectorUnavailable
-from exporter.config import Cluster, Routes
+from exporter.config import Routes
 from exporter.exposition import Family
 from exporter.routes import model
-from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
+from exporter.sources.kube import Reflector, Reflectors
 
 
 def _none_if_zero(seconds: float) -> float | None:
     return seconds or None
 
 
-def make_reflectors(api: Any, config: Routes, prefix: str, label_selector: str) -> dict[str, Reflector[Any]]:
+def make_reflectors(api: Any, config: Routes) -> dict[str, Reflector[Any]]:
+    """The route objects' reflectors; the engine pods ("pods") come from the shared engine-pod watch."""
     ingress_default = _none_if_zero(config.ingress_default_timeout_seconds)
     route_default = _none_if_zero(config.httproute_default_timeout_seconds)
-    scrape = "" if label_selector else f"{prefix}/scrape"
     return {
         # optional: an API group not served, or a grant missing after an upgrade, leaves the routes empty
         # (and says so in the logs) instead of holding back the cluster role's readiness
@@ -37,12 +37,6 @@ def make_reflectors(api: Any, config: Routes, prefix: str, label_selector: str) 
             api, "httproutes", transform=lambda o: model.httproute_record(o, route_default), optional=True
         ),
         "services": Reflector(api, "services", transform=model.service_record, optional=True),
-        "pods": Reflector(
-            api,
-            "pods",
-            transform=lambda o: model.engine_pod_record(o, scrape),
-            label_selector=label_selector or None,
-        ),
     }
 
 
@@ -80,14 +74,3 @@ def families(timeouts: Iterable[model.RouteTimeout], routes: Iterable[model.Rout
         if r.buffering is not None:
             buffering.add((r.namespace, r.name, r.kind), 1.0 if r.buffering else 0.0)
     return [timeout, buffering]
-
-
-def build_routes_collectors(config: Cluster, kubeconfig: str | None) -> list[RoutesCollector]:
-    if not config.routes.enabled:
-        return []
-    try:
-        api = connect(kubeconfig)
-    except KubeConfigError:
-        return []  # the cluster collector reports the missing configuration; one failure, said once
-    prefix, selector = config.engine_annotation_prefix, config.engine_label_selector
-    return [RoutesCollector(make_reflectors(api, config.routes, prefix, selector))]

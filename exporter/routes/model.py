@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 NGINX = "nginx.ingress.kubernetes.io/"
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
@@ -33,10 +33,14 @@ class Service:
     selector: tuple[tuple[str, str], ...]  # empty: selects nothing (headless/external services)
 
 
-@dataclass(frozen=True)
-class EnginePod:
-    namespace: str
-    labels: tuple[tuple[str, str], ...]
+class EnginePod(Protocol):
+    """What routes need of an engine pod (the cluster role's engine-pod record has more)."""
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def labels(self) -> tuple[tuple[str, str], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -71,15 +75,6 @@ def service_record(obj: Mapping[str, Any]) -> Service:
     meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
     selector = spec.get("selector") or {}
     return Service(str(meta.get("namespace", "")), str(meta.get("name", "")), tuple(sorted(selector.items())))
-
-
-def engine_pod_record(obj: Mapping[str, Any], scrape_annotation: str) -> EnginePod | None:
-    """The labels of a pod opted in to engine scraping ("" : every pod the watch selects); None for every
-    other pod (not kept)."""
-    meta = obj.get("metadata") or {}
-    if scrape_annotation and (meta.get("annotations") or {}).get(scrape_annotation) != "true":
-        return None
-    return EnginePod(str(meta.get("namespace", "")), tuple(sorted((meta.get("labels") or {}).items())))
 
 
 def ingress_record(obj: Mapping[str, Any], default_timeout: float | None) -> Route:

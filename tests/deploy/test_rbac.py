@@ -13,7 +13,7 @@ from tests.deploy.manifests import BASE, ROOT, Obj, find, pod_spec, render
 # Which packages build each role's collectors (exporter/roles.py).
 ROLE_PACKAGES = {
     "node": ("exporter/engines", "exporter/gpu"),
-    "cluster": ("exporter/kube", "exporter/routes", "exporter/watchdog"),
+    "cluster": ("exporter/kube", "exporter/replicas", "exporter/routes", "exporter/watchdog"),
 }
 API_GROUPS = {"CoreV1Api": "", "ResourceV1Api": "resource.k8s.io", "NetworkingV1Api": "networking.k8s.io"}
 REFLECTOR = re.compile(r"Reflector\(\s*\w+,\s*\"(\w+)\"")

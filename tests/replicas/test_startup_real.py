@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.config import Cluster
+from exporter.config import Cluster, Routes
 from exporter.exposition import render
-from exporter.replicas.collector import build_replica_collectors
+from exporter.replicas.engine_pods import build_engine_pod_collectors
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
 
@@ -50,7 +50,7 @@ def test_startup_phases_of_a_deployment_from_a_real_control_plane(kube_cluster: 
     cluster = kube_cluster
     cluster.add_node(NODE, capacity={"nvidia.com/gpu": "2"}, labels={"pool": "startup"})
     ns = cluster.namespace("startup")
-    collector = build_replica_collectors(Cluster(), str(cluster.admin_kubeconfig))[0]
+    (collector,) = build_engine_pod_collectors(Cluster(routes=Routes(enabled=False)), str(cluster.admin_kubeconfig))
     collector.start()
     try:
         wait_for(collector.ready, 60, "the first list of pods")

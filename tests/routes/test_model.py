@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from exporter.exposition import render
+from exporter.replicas.startup import PodStart, pod_start
 from exporter.routes import model
 from exporter.routes.collector import families
 
@@ -90,7 +91,7 @@ def test_only_routes_reaching_an_engine_service_count_with_their_shortest_timeou
         model.Service(NS, "headless", ()),  # selects nothing
         model.Service("other", "vllm", (("app", "vllm"),)),  # no engine pod in its namespace
     ]
-    pods = [model.EnginePod(NS, (("app", "vllm"), ("pod-template-hash", "abc")))]
+    pods = [PodStart("u1", NS, "vllm", 0.0, None, None, (("app", "vllm"), ("pod-template-hash", "abc")))]
     engines = model.engine_services(services, pods)
     assert engines == {(NS, "vllm")}
     routes = [
@@ -103,11 +104,13 @@ def test_only_routes_reaching_an_engine_service_count_with_their_shortest_timeou
     assert [r.name for r in model.engine_routes(routes, engines)] == ["chat", "unlimited"]
 
 
-def test_engine_pods_opt_in_with_the_scrape_annotation() -> None:
-    pod = {"metadata": {"namespace": NS, "labels": {"app": "vllm"}, "annotations": {"llm-exporter.io/scrape": "true"}}}
-    assert model.engine_pod_record(pod, "llm-exporter.io/scrape") == model.EnginePod(NS, (("app", "vllm"),))
+def test_engine_pods_opt_in_with_the_scrape_annotation_and_keep_their_labels() -> None:
+    meta = {"namespace": NS, "labels": {"app": "vllm"}, "annotations": {"llm-exporter.io/scrape": "true"}}
+    pod = {"metadata": {**meta, "uid": "u1", "creationTimestamp": "2026-12-03T10:00:00Z"}}
+    record = pod_start(pod, "llm-exporter.io/scrape")
+    assert record is not None and (record.namespace, record.labels) == (NS, (("app", "vllm"),))
     pod["metadata"]["annotations"] = {}
-    assert model.engine_pod_record(pod, "llm-exporter.io/scrape") is None
+    assert pod_start(pod, "llm-exporter.io/scrape") is None
 
 
 def test_exposition() -> None:

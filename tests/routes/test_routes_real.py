@@ -10,7 +10,7 @@ import yaml
 
 from exporter.config import Cluster as ClusterConfig
 from exporter.exposition import render
-from exporter.routes.collector import build_routes_collectors
+from exporter.replicas.engine_pods import build_engine_pod_collectors
 from tests.kubecluster import Cluster, wait_for
 
 CRD = Path(__file__).resolve().parents[1] / "fixtures/gateway-api/gateway.networking.k8s.io_httproutes.yaml"
@@ -86,12 +86,16 @@ def lines_for(text: str, ns: str) -> list[str]:
 
 def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_cluster: Cluster) -> None:
     cluster = kube_cluster
+
+    def routes_collector() -> Any:
+        collectors = build_engine_pod_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))
+        assert [c.name for c in collectors] == ["routes", "replicas"]  # one engine-pod watch feeds both
+        return collectors[0]
+
     ns = cluster.namespace("routes")
     for obj in objects(ns):
         cluster.apply(obj)
-    collectors = build_routes_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))
-    assert len(collectors) == 1
-    collector = collectors[0]
+    collector = routes_collector()
     collector.start()
     try:
         wait_for(collector.ready, 60, "the first lists")
@@ -110,7 +114,7 @@ def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_clust
         collector.close()
 
     # a new collector: the first one may wait out the optional retry before it sees the new CRD
-    collector = build_routes_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))[0]
+    collector = routes_collector()
     collector.start()
     try:
         wait_for(collector.ready, 60, "the first lists")
