@@ -12,7 +12,9 @@ EXPORTER_JOB = "llm-exporter"
 """The Prometheus `job` label of every exporter target (both roles); `LLMExporterDown` selects on it."""
 
 RUNBOOK_URL = "docs/runbook.md"
-"""Where the runbook lives, relative to the repository; point it at your hosted copy to get clickable links."""
+"""Where the runbook lives, relative to the repository: the committed rule files keep this link. For clickable
+links, point them at your hosted copy without editing it here: the chart's `prometheusRule.runbookUrl`, or
+`llm-exporter render --runbook-url URL --out DIR` (renders `replace(DEFAULT, runbook_url=URL)`)."""
 
 
 @dataclass(frozen=True)
