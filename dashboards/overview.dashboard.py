@@ -371,8 +371,9 @@ placement = Row(
             unit="s",
             width=12,
             description="How long new engine replicas took over the time shown: scheduling (created to placed on a "
-            "node) and starting (placed to Ready: image, weights, warm-up). The autoscaler is late by the sum: set "
-            "minimum replicas so that the queue can wait that long.",
+            "node), starting (placed to Ready: image, weights, warm-up) and first_token (Ready to the first request "
+            "served, to the scrape interval; from the node exporters' discovered pods). The autoscaler is late by "
+            "the sum: set minimum replicas so that the queue can wait that long.",
         ),
         timeseries(
             "Replicas ready and starting",

@@ -195,8 +195,10 @@ class Cluster:
         taints: Sequence[Mapping[str, str]] = (),
         unschedulable: bool = False,
         ready: bool = True,
+        internal_ip: str = "",
     ) -> None:
-        """Create a node with cpu/memory/pods plus `capacity`; kwok keeps it Ready unless ready=False."""
+        """Create a node with cpu/memory/pods plus `capacity`; kwok keeps it Ready unless ready=False. With
+        `internal_ip`, kwok gives its host-network pods that IP (a loopback one: a server of the test's)."""
         resources = {"cpu": "64", "memory": "512Gi", "pods": "110", **(capacity or {})}
         # kwok's node-initialize stage writes a managed node's conditions; an unmanaged one stays NotReady
         not_ready = {
@@ -206,7 +208,7 @@ class Cluster:
             "lastHeartbeatTime": _now(),
             "lastTransitionTime": _now(),
         }
-        node = {
+        node: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {
@@ -222,6 +224,11 @@ class Cluster:
             "spec": {"taints": [dict(t) for t in taints], "unschedulable": unschedulable},
             "status": {"capacity": resources, "allocatable": resources, "conditions": [] if ready else [not_ready]},
         }
+        if internal_ip:  # with the Hostname too: kwok's node-initialize stage replaces a list that lacks one
+            node["status"]["addresses"] = [
+                {"type": "InternalIP", "address": internal_ip},
+                {"type": "Hostname", "address": name},
+            ]
         self.must("POST", "/api/v1/nodes", node)
 
     def delete_nodes(self, names: Sequence[str], timeout: float = 60) -> None:

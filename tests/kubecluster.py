@@ -13,7 +13,8 @@ kube-scheduler and kwok (the pinned peers), on free loopback ports, in one tempo
         cluster.service_account_token(ns, name)     # a TokenRequest token for a ServiceAccount
         cluster.kubeconfig(token, "name")           # a kubeconfig file that authenticates with a token
         cluster.add_node(name, capacity={"nvidia.com/gpu": "4"}, labels=..., taints=...,
-                         unschedulable=False, ready=True)   # a kwok node; ready=False: not managed by kwok
+                         unschedulable=False, ready=True,   # a kwok node; ready=False: not managed by kwok
+                         internal_ip="127.0.0.1")           # host-network pods get this IP
         cluster.delete_nodes(names)                 # and wait until they are gone
         cluster.node_ready(name)                    # Ready and without the not-ready taint
         cluster.namespace()                         # a fresh namespace (with its default ServiceAccount)

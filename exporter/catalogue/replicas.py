@@ -1,4 +1,5 @@
-"""Replica metrics (cluster role): how long engine replicas take to start, phase by phase."""
+"""Replica metrics: how long engine replicas take to start, phase by phase (the cluster role's pod watch, and
+the node role's first tokens), and how many are starting."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ _g = partial(gauge, subsystem="cluster", role="cluster", stability=Stability.EXP
 STARTUP = histogram(
     "llm_replica_startup_seconds",
     "Start-up of engine replicas this exporter saw start, by phase: scheduling (created to scheduled) and "
-    "starting (scheduled to Ready). Autoscalers are late by this much: set minimum replicas from it.",
+    "starting (scheduled to Ready) from the cluster role, first_token (Ready to the first scrape whose "
+    "time-to-first-token count is non-zero, to the scrape interval) from the node role's discovered pods. "
+    "Autoscalers are late by this much: set minimum replicas from it.",
     (*WORKLOAD, "phase"),
     subsystem="cluster",
-    role="cluster",
+    role="any",
     stability=Stability.EXPERIMENTAL,
 )
 READY = _g("llm_replica_ready", "Engine pods of the workload that are Ready.", WORKLOAD)

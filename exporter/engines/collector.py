@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -56,8 +56,10 @@ class EngineCollector:
         config: Engines,
         discovered: Callable[[], Iterable[EngineTarget]] = tuple,
         releases: Releases | None = None,
+        observers: Sequence[Callable[[list[Outcome]], None]] = (),
     ) -> None:
         self._config = config
+        self._observers = observers  # see each scrape's outcomes (the replicas' first tokens); must not raise
         self._static = [from_static(t) for t in config.targets]
         self._discovered = discovered
         self._releases = releases  # a vLLM table to use instead of the packaged one (tests)
@@ -88,6 +90,8 @@ class EngineCollector:
             else:
                 future.cancel()  # not started yet: never let it run into the next scrape
                 outcomes.append(Outcome(target, None, "timeout" if future not in done else "internal", timeout))
+        for observe in self._observers:
+            observe(outcomes)
         return build_families(outcomes)
 
     def close(self) -> None:
@@ -198,10 +202,13 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
 
 
 def build_engine_collectors(config: Engines, kubeconfig: str | None) -> list[Collector]:
-    """The node role's engine collector, with Kubernetes discovery when enabled."""
+    """The node role's engine collector, with Kubernetes discovery when enabled (and then the replicas'
+    ready -> first token, which needs the discovered pods' Ready times)."""
     if not config.kubernetes_discovery.enabled:
         return [EngineCollector(config)]
     from exporter.engines.kubernetes import DiscoveredTargets
+    from exporter.replicas.collector import FirstTokenCollector
 
     discovered = DiscoveredTargets(config.kubernetes_discovery, kubeconfig)
-    return [discovered, EngineCollector(config, discovered.targets)]
+    first_tokens = FirstTokenCollector(discovered.pods)
+    return [discovered, EngineCollector(config, discovered.targets, observers=[first_tokens.observe]), first_tokens]

@@ -20,6 +20,7 @@ from typing import Any
 from exporter.config import KubernetesDiscovery
 from exporter.engines import registry
 from exporter.engines.targets import EngineTarget, from_url
+from exporter.replicas.pod_fields import condition_since, workload_of
 
 ENGINES = (registry.AUTO, *registry.NAMES)
 
@@ -33,10 +34,13 @@ class PodRecord:
     ip: str
     phase: str
     annotations: tuple[tuple[str, str], ...]  # only those under the opt-in prefix
+    workload: str = ""  # its controller (replica start-ups are counted per workload)
+    ready: float | None = None  # when its Ready condition last turned True; None while not Ready
 
 
 def pod_record(obj: dict[str, Any], prefix: str) -> PodRecord | None:
-    """Reflector transform: keep an opted-in pod's identity, IP, phase and our annotations; drop the rest."""
+    """Reflector transform: keep an opted-in pod's identity, IP, phase, our annotations, workload and Ready
+    time; drop the rest."""
     meta = obj.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     ours = tuple(sorted((k, str(v)) for k, v in annotations.items() if k.startswith(prefix + "/")))
@@ -44,7 +48,13 @@ def pod_record(obj: dict[str, Any], prefix: str) -> PodRecord | None:
         return None
     status = obj.get("status") or {}
     return PodRecord(
-        meta.get("namespace", ""), meta.get("name", ""), status.get("podIP") or "", status.get("phase", ""), ours
+        meta.get("namespace", ""),
+        meta.get("name", ""),
+        status.get("podIP") or "",
+        status.get("phase", ""),
+        ours,
+        workload_of(meta),
+        condition_since(status, "Ready"),
     )
 
 

