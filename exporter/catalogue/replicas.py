@@ -31,4 +31,43 @@ STARTING_OLDEST = _g(
     unit="seconds",
 )
 
-METRICS: tuple[MetricSpec, ...] = (STARTUP, READY, STARTING, STARTING_OLDEST)
+POD_INFO = _g(
+    "llm_replica_pod_info",
+    "1 per engine pod, naming its workload: joins the engine series (by namespace and pod) to the workload's "
+    "replicas and autoscaler.",
+    ("namespace", "pod", "workload"),
+)
+
+# The autoscaler (HPA, or the HPA a KEDA ScaledObject drives) whose target is an engine workload
+AUTOSCALER = (*WORKLOAD, "autoscaler", "kind")
+AUTOSCALER_DESIRED = _g(
+    "llm_autoscaler_desired_replicas", "Replicas the autoscaler last asked for (its HPA's status).", AUTOSCALER
+)
+AUTOSCALER_CURRENT = _g(
+    "llm_autoscaler_current_replicas", "Replicas of the target as the autoscaler last saw them.", AUTOSCALER
+)
+AUTOSCALER_MIN = _g(
+    "llm_autoscaler_min_replicas",
+    "The autoscaler's minimum replicas (its HPA's: at least 1, also for a KEDA ScaledObject that scales to 0).",
+    AUTOSCALER,
+)
+AUTOSCALER_MAX = _g("llm_autoscaler_max_replicas", "The autoscaler's maximum replicas.", AUTOSCALER)
+AUTOSCALER_LIMITED = _g(
+    "llm_autoscaler_scaling_limited",
+    "1 when the autoscaler wanted more replicas than its maximum or fewer than its minimum (the HPA's "
+    "ScalingLimited condition), else 0.",
+    AUTOSCALER,
+)
+
+METRICS: tuple[MetricSpec, ...] = (
+    STARTUP,
+    READY,
+    STARTING,
+    STARTING_OLDEST,
+    POD_INFO,
+    AUTOSCALER_DESIRED,
+    AUTOSCALER_CURRENT,
+    AUTOSCALER_MIN,
+    AUTOSCALER_MAX,
+    AUTOSCALER_LIMITED,
+)

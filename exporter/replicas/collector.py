@@ -1,7 +1,8 @@
-"""The replica collectors: start-up histograms of engine pods.
+"""The replica collectors: start-up histograms of engine pods, and their autoscalers.
 
 - cluster role: the engine pods watched (the watch it shares with the routes collector, `engine_pods.py`),
-  their scheduling and starting phases from the pods' own timestamps;
+  their scheduling and starting phases from the pods' own timestamps, which workload each pod belongs to,
+  and the HPAs (KEDA's included) that scale those workloads;
 - node role: ready -> first token, from the pods discovery finds and the engine collector's scrapes.
 """
 
@@ -17,36 +18,53 @@ from exporter.collect import CollectorUnavailable
 from exporter.engines.collector import Outcome
 from exporter.engines.discovery import PodRecord
 from exporter.exposition import Family, render_labels
-from exporter.replicas import first_token, startup
-from exporter.sources.kube import Reflector
+from exporter.replicas import autoscalers, first_token, startup
+from exporter.sources.kube import Reflector, Reflectors
 
 
 class ReplicasCollector:
     name = "replicas"
 
-    def __init__(self, reflector: Reflector[startup.PodStart], clock: Callable[[], float] = time.time) -> None:
-        self._reflector = reflector
+    def __init__(
+        self,
+        reflector: Reflector[startup.PodStart],
+        hpas: Reflector[autoscalers.Autoscaler] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._pods = reflector
+        self._hpas = hpas
+        # the HPAs are optional (a grant missing after an upgrade): they never hold back readiness
+        self._reflectors = Reflectors({"pods": reflector, **({"hpas": hpas} if hpas is not None else {})})
         self._clock = clock
         self._tracker = startup.StartupTracker(started_at=clock())
+        # workloads that ever had engine pods: an autoscaler that scaled one to zero is still reported
+        self._engine_workloads: set[tuple[str, str]] = set()
         self._lock = threading.Lock()  # concurrent scrapes update the tracker one at a time
 
     def start(self) -> None:
-        self._reflector.start()
+        self._reflectors.start()
 
     def close(self) -> None:
-        self._reflector.stop()
+        self._reflectors.stop()
 
     def ready(self) -> bool:
-        return self._reflector.synced()
+        return self._pods.synced()
 
     def collect(self) -> Iterable[Family]:
-        if not self._reflector.synced():
+        if not self._pods.synced():
             raise CollectorUnavailable("waiting for the first full list of pods")
-        pods = list(self._reflector.items().values())
+        pods = list(self._pods.items().values())
+        hpas = list(self._hpas.items().values()) if self._hpas is not None else []
         with self._lock:
             self._tracker.update(pods)
             histograms = dict(self._tracker.histograms)
-        return families(histograms, startup.replica_counts(pods, self._clock()))
+            self._engine_workloads.update((p.namespace, p.workload) for p in pods)
+            scalers = autoscalers.of_engines(hpas, self._engine_workloads)
+        return [
+            *families(histograms, startup.replica_counts(pods, self._clock())),
+            pod_info(pods),
+            *autoscaler_families(scalers),
+        ]
 
 
 class FirstTokenCollector:
@@ -116,3 +134,23 @@ def families(
         if oldest is not None:
             oldest_family.add((namespace, workload), round(oldest, 3))
     return [started, ready_family, starting_family, oldest_family]
+
+
+def pod_info(pods: Iterable[startup.PodStart]) -> Family:
+    family = Family(spec.POD_INFO)
+    for namespace, name, workload in sorted({(p.namespace, p.name, p.workload) for p in pods}):
+        family.add((namespace, name, workload), 1.0)
+    return family
+
+
+def autoscaler_families(scalers: Iterable[autoscalers.Autoscaler]) -> list[Family]:
+    desired, current = Family(spec.AUTOSCALER_DESIRED), Family(spec.AUTOSCALER_CURRENT)
+    low, high, limited = Family(spec.AUTOSCALER_MIN), Family(spec.AUTOSCALER_MAX), Family(spec.AUTOSCALER_LIMITED)
+    for a in scalers:
+        labels = (a.namespace, a.workload, a.name, a.kind)
+        desired.add(labels, a.desired_replicas)
+        current.add(labels, a.current_replicas)
+        low.add(labels, a.min_replicas)
+        high.add(labels, a.max_replicas)
+        limited.add(labels, 1.0 if a.scaling_limited else 0.0)
+    return [desired, current, low, high, limited]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from exporter.config import Cluster
-from exporter.replicas import startup
+from exporter.replicas import autoscalers, startup
 from exporter.replicas.collector import ReplicasCollector
 from exporter.routes.collector import RoutesCollector, make_reflectors
 from exporter.sources.kube import KubeConfigError, Reflector, connect
@@ -37,5 +37,6 @@ def build_engine_pod_collectors(
     if config.routes.enabled:
         collectors.append(RoutesCollector({**make_reflectors(api, config.routes), "pods": pods}))
     if config.replicas.enabled:
-        collectors.append(ReplicasCollector(pods))
+        hpas = Reflector(api, "horizontalpodautoscalers", transform=autoscalers.autoscaler_record, optional=True)
+        collectors.append(ReplicasCollector(pods, hpas))
     return collectors

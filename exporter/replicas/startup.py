@@ -35,6 +35,7 @@ class PodStart:
     scheduled: float | None
     ready: float | None
     labels: tuple[tuple[str, str], ...] = ()  # for the Services that select the pod (routes)
+    name: str = ""  # for llm_replica_pod_info: the engine series carry the pod's name, not its workload
 
 
 def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None:
@@ -55,6 +56,7 @@ def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None
         condition_since(status, "PodScheduled"),
         condition_since(status, "Ready"),
         tuple(sorted((meta.get("labels") or {}).items())),
+        str(meta.get("name", "")),
     )
 
 

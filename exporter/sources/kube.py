@@ -68,6 +68,11 @@ _LISTERS: dict[str, tuple[str, str, str | None]] = {
     "services": ("CoreV1Api", "list_service_for_all_namespaces", "list_namespaced_service"),
     "configmaps": ("CoreV1Api", "list_config_map_for_all_namespaces", "list_namespaced_config_map"),
     "ingresses": ("NetworkingV1Api", "list_ingress_for_all_namespaces", "list_namespaced_ingress"),
+    "horizontalpodautoscalers": (
+        "AutoscalingV2Api",
+        "list_horizontal_pod_autoscaler_for_all_namespaces",
+        "list_namespaced_horizontal_pod_autoscaler",
+    ),
 }
 # custom resources (CRDs that may be absent: use optional=True): resource -> (group, version, plural)
 _CUSTOM: dict[str, tuple[str, str, str]] = {

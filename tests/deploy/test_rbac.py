@@ -15,7 +15,12 @@ ROLE_PACKAGES = {
     "node": ("exporter/engines", "exporter/gpu"),
     "cluster": ("exporter/kube", "exporter/replicas", "exporter/routes", "exporter/watchdog"),
 }
-API_GROUPS = {"CoreV1Api": "", "ResourceV1Api": "resource.k8s.io", "NetworkingV1Api": "networking.k8s.io"}
+API_GROUPS = {
+    "CoreV1Api": "",
+    "ResourceV1Api": "resource.k8s.io",
+    "NetworkingV1Api": "networking.k8s.io",
+    "AutoscalingV2Api": "autoscaling",
+}
 REFLECTOR = re.compile(r"Reflector\(\s*\w+,\s*\"(\w+)\"")
 
 
@@ -53,6 +58,7 @@ def test_the_code_scan_finds_the_watches() -> None:
                                   ("", "services"),
                                   ("networking.k8s.io", "ingresses"),
                                   ("gateway.networking.k8s.io", "httproutes"),
+                                  ("autoscaling", "horizontalpodautoscalers"),
                                   ("keda.sh", "scaledobjects"), ("keda.sh", "scaledjobs"),
                                   ("", "configmaps")}  # fmt: skip
 

@@ -1,0 +1,137 @@
+"""Autoscalers of engine workloads against a real control plane: the controller manager's HPA controller
+scales a Deployment of engine pods up to its minimum, and a ScaledObject (the published KEDA CRD) controls
+an HPA built as KEDA's operator builds it; the collector reports both, and the pods' workloads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exporter.config import Cluster, Routes
+from exporter.exposition import render
+from exporter.replicas.engine_pods import build_engine_pod_collectors
+from tests.kubecluster import Cluster as ControlPlane
+from tests.kubecluster import wait_for
+from tests.watchdog.test_watchdog_e2e import install_keda_crds
+
+NODE = "autoscale-gpu"
+
+
+def deployment(ns: str, name: str, engine: bool = True) -> dict[str, Any]:
+    labels = {"app": name}
+    annotations = {"llm-exporter.io/scrape": "true"} if engine else {}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": annotations},
+                "spec": {
+                    "nodeSelector": {"pool": "autoscale"},
+                    "containers": [{"name": "vllm", "image": "vllm/vllm-openai"}],
+                },
+            },
+        },
+    }
+
+
+def hpa(ns: str, name: str, target: str, low: int, high: int, **meta: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": ns, **meta},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+            "minReplicas": low,
+            "maxReplicas": high,
+        },
+    }
+
+
+def scaled_object(ns: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": "chat", "namespace": ns},
+        "spec": {
+            "scaleTargetRef": {"name": "chat"},
+            "minReplicaCount": 0,
+            "maxReplicaCount": 4,
+            "triggers": [
+                {
+                    "type": "prometheus",
+                    "metadata": {
+                        "serverAddress": "http://prometheus:9090",
+                        "query": f'sum(llm_requests_waiting{{namespace="{ns}"}})',
+                        "threshold": "4",
+                    },
+                }
+            ],
+        },
+    }
+
+
+def samples(text: str, name: str, ns: str) -> dict[str, float]:
+    """workload/autoscaler/kind -> value of `name` in `ns`."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{") and f'namespace="{ns}"' in line:
+            labels = dict(part.split("=", 1) for part in line[line.index("{") + 1 : line.index("}")].split(","))
+            key = "/".join(labels[k].strip('"') for k in ("workload", "autoscaler", "kind"))
+            out[key] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def test_engine_autoscalers_from_a_real_control_plane(kube_cluster: ControlPlane) -> None:
+    cluster = kube_cluster
+    install_keda_crds(cluster)
+    cluster.add_node(NODE, labels={"pool": "autoscale"})
+    ns = cluster.namespace("autoscale")
+    (collector,) = build_engine_pod_collectors(Cluster(routes=Routes(enabled=False)), str(cluster.admin_kubeconfig))
+    collector.start()
+    try:
+        wait_for(collector.ready, 60, "the first list of pods")
+        for name in ("vllm", "chat"):
+            cluster.apply(deployment(ns, name))
+        cluster.apply(deployment(ns, "web", engine=False))
+        cluster.apply(hpa(ns, "vllm", "vllm", 2, 3))  # the HPA controller scales vllm from 1 up to its minimum
+        cluster.apply(hpa(ns, "web", "web", 1, 2))  # not an engine: not reported
+        so = cluster.apply(scaled_object(ns))
+        owner = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": "chat",
+                 "uid": so["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+        labels = {"app.kubernetes.io/name": "keda-hpa-chat", "app.kubernetes.io/part-of": "chat",
+                  "app.kubernetes.io/managed-by": "keda-operator"}  # fmt: skip
+        cluster.apply(hpa(ns, "keda-hpa-chat", "chat", 1, 4, labels=labels, ownerReferences=[owner]))
+
+        def scaled() -> bool:
+            text = render(collector.collect())
+            return samples(text, "llm_autoscaler_current_replicas", ns) == {"vllm/vllm/hpa": 2, "chat/chat/keda": 1}
+
+        wait_for(scaled, 120, "the HPA controller's status of both autoscalers")
+        text = render(collector.collect())
+        assert samples(text, "llm_autoscaler_min_replicas", ns) == {"vllm/vllm/hpa": 2, "chat/chat/keda": 1}
+        assert samples(text, "llm_autoscaler_max_replicas", ns) == {"vllm/vllm/hpa": 3, "chat/chat/keda": 4}
+        desired = samples(text, "llm_autoscaler_desired_replicas", ns)
+        assert desired["vllm/vllm/hpa"] == 2  # "Current number of replicas below Spec.MinReplicas"
+        # without a metrics API the controller cannot compute chat's; whatever it wrote is what we report
+        status = cluster.must("GET", f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/keda-hpa-chat")
+        assert desired["chat/chat/keda"] == status["status"].get("desiredReplicas", 0)
+        pods = cluster.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
+        engine_pods = {p["metadata"]["name"]: p["metadata"]["labels"]["app"] for p in pods}
+        del engine_pods[next(name for name, app in engine_pods.items() if app == "web")]
+        info = {
+            line.split('pod="')[1].split('"')[0]: line.split('workload="')[1].split('"')[0]
+            for line in text.splitlines()
+            if line.startswith("llm_replica_pod_info{") and f'namespace="{ns}"' in line
+        }
+        assert info == engine_pods and sorted(info.values()) == ["chat", "vllm", "vllm"]
+    finally:
+        collector.close()
+        # gone before the test ends: other tests of the shared cluster watch every ScaledObject
+        scaled = f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects/chat"
+        cluster.must("DELETE", scaled, ok=(200, 202, 404))
+        wait_for(lambda: cluster.request("GET", scaled)[0] == 404, 60, "the ScaledObject deleted")
+        cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
+        cluster.delete_nodes([NODE])
