@@ -5,7 +5,9 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
 
 - `llm-inference.slo`: the share of first tokens slower than the objective over each window the
   burn-rate alerts use, and the request rate that guards them against low traffic.
-- `llm-inference.replicas`: how one model's queue is spread over its replicas (routing, stage 1).
+- `llm-inference.replicas`: how one model's queue is spread over its replicas (routing, stage 1); the
+  queue per workload (the engine series joined to `llm_replica_pod_info`), and whether its autoscaler is
+  held at its maximum, or at its minimum while that queue grows (cold start, stage 2).
 - `llm-inference.bottleneck`: which resource binds each model now (stage 3): `kv_capacity` (KV cache full
   with requests waiting, or preemptions), `memory_bandwidth` (the model's GPUs near their memory bandwidth
   peak while decoding), `compute` (requests wait although KV cache and bandwidth have room: prefill is
@@ -24,6 +26,7 @@ REPLICAS_GROUP = "llm-inference.replicas"
 BOTTLENECK_GROUP = "llm-inference.bottleneck"
 MODEL = "namespace, model"
 REPLICA = "namespace, model, pod"
+AUTOSCALER = "namespace, workload, autoscaler, kind"
 BOTTLENECKS = ("kv_capacity", "memory_bandwidth", "compute", "none")
 
 
@@ -90,6 +93,9 @@ def _slo(t: Thresholds) -> list[Recording]:
     return out
 
 
+WORKLOAD_WAITING = "llm:workload_requests_waiting"
+
+
 def _replicas() -> list[Recording]:
     waiting = "llm:replica_requests_waiting"
     return [
@@ -116,6 +122,29 @@ def _replicas() -> list[Recording]:
             REPLICAS_GROUP,
             f"sum by ({REPLICA}) (rate(llm_prefix_cache_hits_total[5m]))"
             f" / (sum by ({REPLICA}) (rate(llm_prefix_cache_queries_total[5m])) > 0)",
+        ),
+        # the pod -> workload join: max by () as two cluster-role replicas export the same info series
+        Recording(
+            WORKLOAD_WAITING,
+            REPLICAS_GROUP,
+            f"sum by (namespace, workload) ({waiting} * on (namespace, pod) group_left (workload)"
+            " max by (namespace, pod, workload) (llm_replica_pod_info))",
+        ),
+        # 1 while the autoscaler asks for its maximum (it cannot add capacity), else 0
+        Recording(
+            "llm:autoscaler_at_max",
+            REPLICAS_GROUP,
+            f"max by ({AUTOSCALER}) (llm_autoscaler_desired_replicas)"
+            f" >= bool max by ({AUTOSCALER}) (llm_autoscaler_max_replicas)",
+        ),
+        # 1 while the autoscaler stays at its minimum although its workload's queue grows (its trigger does
+        # not see the queue, or reacts too slowly), else 0
+        Recording(
+            "llm:autoscaler_at_min_while_queue_grows",
+            REPLICAS_GROUP,
+            f"(max by ({AUTOSCALER}) (llm_autoscaler_desired_replicas)"
+            f" <= bool max by ({AUTOSCALER}) (llm_autoscaler_min_replicas))"
+            f" * on (namespace, workload) group_left () (deriv({WORKLOAD_WAITING}[10m]) > bool 0)",
         ),
     ]
 

@@ -274,6 +274,20 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "pull, or a crash loop before Ready.",
         ),
         Alert(
+            "LLMAutoscalerMaxedOut",
+            placement,
+            "llm:autoscaler_at_max == 1 and on (namespace, workload)"
+            f" (llm:workload_requests_waiting > {number(t.queue_waiting)})",
+            "",
+            None,
+            t.autoscaler_maxed_for,
+            "warning",
+            "The autoscaler {{ $labels.autoscaler }} of {{ $labels.namespace }}/{{ $labels.workload }} is at its "
+            "maximum replicas while requests queue.",
+            "It cannot add capacity: raise the maximum (GPUs permitting), or shed or reroute load. Users wait in "
+            "the queue meanwhile.",
+        ),
+        Alert(
             "LLMRouteTimeoutBelowRequestDuration",
             placement,
             _p99("llm_request_duration_seconds", t.latency_window)

@@ -82,6 +82,8 @@ class Thresholds:
     # Replicas: a pod still not Ready this long after it was created is stuck, not slow
     replica_startup_slow_seconds: float = 900
     replica_startup_slow_for: str = "5m"
+    # Autoscaler at its maximum replicas while requests wait (queue_waiting, per workload)
+    autoscaler_maxed_for: str = "15m"
     cluster_view_stale_for: str = "5m"
     # Query watchdog: KEDA scales on 0 when its query is empty, so that pages; a blank panel does not
     autoscaler_query_empty_for: str = "10m"

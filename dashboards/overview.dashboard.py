@@ -26,6 +26,7 @@ from dashboards.lib import dashboard as build_dashboard
 
 UID = "llm-inference-overview"
 BY_MODEL = ("namespace", "model")
+AUTOSCALER = "namespace, workload, autoscaler, kind"
 
 
 def _latency(metric: str, qs: tuple[float, ...]) -> list[Query]:
@@ -392,6 +393,37 @@ placement = Row(
             description="Engine pods Ready and still starting per workload. Starting pods while requests queue are "
             "capacity on its way: compare the wait with Cold start by phase; a pod starting for long is stuck "
             "(LLMReplicaStartupSlow).",
+        ),
+        timeseries(
+            "Autoscaler replicas",
+            [
+                Query(
+                    f"max by ({AUTOSCALER}) ({selector(f'llm_autoscaler_{what}_replicas', SOURCE)})",
+                    f"{what} {{{{namespace}}}}/{{{{workload}}}} ({{{{kind}}}} {{{{autoscaler}}}})",
+                )
+                for what in ("desired", "current", "min", "max")
+            ],
+            unit="short",
+            width=12,
+            description="The HPA of each engine workload (KEDA's too: a ScaledObject drives one): replicas asked "
+            "for, there now, and the bounds. Desired above ready is capacity on its way (Cold start by phase); "
+            "desired at the maximum cannot grow (LLMAutoscalerMaxedOut). Empty without an autoscaler.",
+        ),
+        timeseries(
+            "Autoscaler held at a limit",
+            [
+                Query(selector("llm:autoscaler_at_max", SOURCE), "at max {{namespace}}/{{workload}}"),
+                Query(
+                    selector("llm:autoscaler_at_min_while_queue_grows", SOURCE),
+                    "at min, queue growing {{namespace}}/{{workload}}",
+                ),
+                Query(selector("llm:workload_requests_waiting", SOURCE), "waiting {{namespace}}/{{workload}}"),
+            ],
+            unit="short",
+            width=12,
+            description="1 while the autoscaler asks for its maximum, or stays at its minimum although the "
+            "workload's queue grows (its trigger misses the queue or reacts late), beside the requests waiting "
+            "across the workload's replicas (the engine series joined to their pods' workload).",
         ),
     ],
 )

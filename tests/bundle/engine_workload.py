@@ -1,8 +1,10 @@
-"""An engine workload on a real control plane, as the cluster role's replica and route panels need it: a
-Deployment of opted-in engine pods (kwok runs them), the Service that selects them and an Ingress to it.
+"""An engine workload on a real control plane, as the cluster role's replica, autoscaler and route panels
+need it: a StatefulSet of opted-in engine pods (kwok runs them; its first pod, vllm-0, is the one the node
+exporter's engine target names), the Service that selects them, an Ingress to it and an HPA.
 
-The Deployment starts with one replica and is scaled to two once Prometheus has seen the first one Ready,
-so the start-up histogram grows between two scrapes (a histogram born at 1 shows no increase)."""
+The StatefulSet starts with one replica; once Prometheus has seen it Ready, the HPA (minimum 2) is created
+and the controller manager's HPA controller scales it to two, so the start-up histogram grows between two
+scrapes (a histogram born at 1 shows no increase)."""
 
 from __future__ import annotations
 
@@ -16,19 +18,33 @@ WORKLOAD = "vllm"
 ROUTE_TIMEOUT_SECONDS = 600
 
 
-def _deployment(replicas: int) -> dict[str, Any]:
+def _statefulset() -> dict[str, Any]:
     labels = {"app": WORKLOAD}
     return {
         "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "kind": "StatefulSet",
         "metadata": {"name": WORKLOAD, "namespace": NAMESPACE},
         "spec": {
-            "replicas": replicas,
+            "replicas": 1,
+            "serviceName": WORKLOAD,
             "selector": {"matchLabels": labels},
             "template": {
                 "metadata": {"labels": labels, "annotations": {"llm-exporter.io/scrape": "true"}},
                 "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai"}]},
             },
+        },
+    }
+
+
+def _hpa() -> dict[str, Any]:
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": WORKLOAD, "namespace": NAMESPACE},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": WORKLOAD},
+            "minReplicas": 2,
+            "maxReplicas": 3,
         },
     }
 
@@ -57,16 +73,17 @@ def _ingress() -> dict[str, Any]:
 
 
 def deploy_engine(cluster: Cluster, prometheus_url: str) -> None:
-    """Route, Service and a Deployment that starts twice, each start seen by Prometheus."""
+    """Route, Service and a StatefulSet that its HPA scales from one replica to two, each start seen by
+    Prometheus."""
     cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     account = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default"  # pods are admitted once it exists
     wait_for(lambda: cluster.request("GET", account)[0] == 200, 60, f"default ServiceAccount in {NAMESPACE}")
     cluster.apply(_service())
     cluster.apply(_ingress())
-    cluster.apply(_deployment(1))
+    cluster.apply(_statefulset())
     ready = f'llm_replica_ready{{namespace="{NAMESPACE}",workload="{WORKLOAD}"}}'
     wait_for(lambda: [s["value"][1] for s in query(prometheus_url, ready)] == ["1"], 120, "one replica Ready")
-    cluster.apply(_deployment(2))
+    cluster.apply(_hpa())  # below its minimum: the HPA controller scales the StatefulSet to 2
     starts = f'llm_replica_startup_seconds_count{{namespace="{NAMESPACE}",workload="{WORKLOAD}",phase="starting"}}'
     seen: list[Any] = []
     url = prometheus_url
@@ -74,10 +91,13 @@ def deploy_engine(cluster: Cluster, prometheus_url: str) -> None:
     def two_starts() -> bool:
         every = f'{{namespace="{NAMESPACE}",workload="{WORKLOAD}"}}'
         seen[:] = [(s["metric"]["__name__"], s["metric"].get("phase"), s["value"][1]) for s in query(url, every)]
-        return [s["value"][1] for s in query(url, starts)] == ["2"]
+        current = f'llm_autoscaler_current_replicas{{namespace="{NAMESPACE}",workload="{WORKLOAD}",kind="hpa"}}'
+        return [s["value"][1] for s in query(url, starts)] == ["2"] and [
+            s["value"][1] for s in query(url, current)
+        ] == ["2"]
 
     try:
-        wait_for(two_starts, 120, "a second start-up")
+        wait_for(two_starts, 120, "a second start-up, by the HPA")
     except AssertionError as exc:
         pods = cluster.must("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
         stamps = [

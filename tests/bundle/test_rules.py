@@ -33,6 +33,7 @@ CONTRACT = [
     "LLMEngineUnmappedMetrics",
     "LLMPodPendingWithFreeGPUs",
     "LLMReplicaStartupSlow",
+    "LLMAutoscalerMaxedOut",
     "LLMRouteTimeoutBelowRequestDuration",
     "LLMRouteBuffering",
     "LLMClusterViewStale",
