@@ -147,7 +147,10 @@ def test_custom_values_take_effect() -> None:
     assert endpoint["relabelings"] == [{"action": "replace", "targetLabel": "cluster", "replacement": "prod-eu-1"}]
     assert endpoint["honorLabels"] is True
     assert monitor["metadata"]["labels"]["prometheus"] == "platform"
-    assert find(objs, "PrometheusRule", "llm-inference-exporter")["metadata"]["labels"]["prometheus"] == "platform"
+    rule = find(objs, "PrometheusRule", "llm-inference-exporter")
+    assert rule["metadata"]["labels"]["prometheus"] == "platform"
+    links = {r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
+    assert {link.split("#")[0] for link in links} == {"https://runbooks.example.com/llm-exporter/runbook.md"}
     assert find(objs, "ConfigMap", "llm-inference-exporter-dashboards")["metadata"]["labels"]["grafana_folder"] == "LLM"
     binding = find(objs, "ClusterRoleBinding", "gpu-exporter-node")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-exporter-node", "namespace": "llm-exporter"}]
