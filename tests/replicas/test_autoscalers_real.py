@@ -130,8 +130,8 @@ def test_engine_autoscalers_from_a_real_control_plane(kube_cluster: ControlPlane
     finally:
         collector.close()
         # gone before the test ends: other tests of the shared cluster watch every ScaledObject
-        scaled = f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects/chat"
-        cluster.must("DELETE", scaled, ok=(200, 202, 404))
-        wait_for(lambda: cluster.request("GET", scaled)[0] == 404, 60, "the ScaledObject deleted")
+        so_path = f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects/chat"
+        cluster.must("DELETE", so_path, ok=(200, 202, 404))
+        wait_for(lambda: cluster.request("GET", so_path)[0] == 404, 60, "the ScaledObject deleted")
         cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
         cluster.delete_nodes([NODE])
