@@ -288,8 +288,11 @@ class Cluster:
         wait_for(ready, timeout, "kube-apiserver /readyz")
 
     def logs(self, tail: int = 3000) -> str:
+        """The tail of each started component's log (one that never started has none)."""
         return "\n".join(
-            f"===== {c.name} =====\n{c.log.read_text(errors='replace')[-tail:]}" for c in self._components.values()
+            f"===== {c.name} =====\n{c.log.read_text(errors='replace')[-tail:]}"
+            for c in self._components.values()
+            if c.log.exists()
         )
 
 

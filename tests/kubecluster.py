@@ -89,9 +89,36 @@ def _probe(cluster: Cluster) -> None:
     cluster.delete_nodes(["probe-node"])
 
 
+PORT_ATTEMPTS = 3
+
+
+class PortTaken(RuntimeError):
+    """A component could not listen: the free port picked for it was taken before it bound it."""
+
+
 @contextmanager
 def start_cluster(workdir: Path) -> Iterator[Cluster]:
-    """The control plane and kwok, ready (see the module docstring); everything stopped afterwards."""
+    """The control plane and kwok, ready (see the module docstring); everything stopped afterwards.
+
+    Ports are picked free and bound by the components moments later; in between, any process (an outgoing
+    connection's ephemeral port) may take one. Then the bring-up starts again, on fresh ports and in a
+    fresh folder."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        stack = ExitStack()
+        try:
+            cluster = stack.enter_context(_started(workdir if attempt == 1 else workdir / f"retry-{attempt}"))
+        except PortTaken:
+            stack.close()
+            if attempt == PORT_ATTEMPTS:
+                raise
+            continue
+        with stack:
+            yield cluster
+        return
+
+
+@contextmanager
+def _started(workdir: Path) -> Iterator[Cluster]:
     workdir.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA(organization_name="llm-inference-exporter tests")
     ca.cert_pem.write_to_path(str(workdir / "ca.pem"))
@@ -187,17 +214,20 @@ def start_cluster(workdir: Path) -> Iterator[Cluster]:
     with ExitStack() as stack:
         for started in (etcd, apiserver, controller_manager, scheduler, kwok):
             stack.callback(started.stop)
-        etcd.start()
-        apiserver.start()
-        cluster._wait_readyz(apiserver)
-        for started in (controller_manager, scheduler, kwok):
-            started.start()
-        for started in (controller_manager, scheduler):
-            wait_healthy(started)
         try:
+            etcd.start()
+            apiserver.start()
+            cluster._wait_readyz(apiserver)
+            for started in (controller_manager, scheduler, kwok):
+                started.start()
+            for started in (controller_manager, scheduler):
+                wait_healthy(started)
             _probe(cluster)
         except (AssertionError, RuntimeError) as err:
-            raise RuntimeError(f"{err}\n{cluster.logs()}") from err
+            logs = cluster.logs()
+            if "address already in use" in logs:
+                raise PortTaken(f"{err}\n{logs}") from err
+            raise RuntimeError(f"{err}\n{logs}") from err
         yield cluster
 
 

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
+import pytest
+
+from exporter.demo.vllm_env import free_port
+from tests import kubecluster
 from tests.kubecluster import Cluster, wait_for
 
 
@@ -43,3 +50,27 @@ def test_a_service_account_token_is_authorised_by_rbac(kube_cluster: Cluster) ->
     assert kube_cluster.request("GET", "/api/v1/nodes", token=token)[0] == 403
     assert kube_cluster.request("GET", "/version", token=token)[0] == 200
     kube_cluster.must("DELETE", f"/api/v1/namespaces/{namespace}", ok=(200, 202))
+
+
+def test_a_port_taken_before_the_api_server_binds_it_starts_the_control_plane_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A free port may be taken between the pick and the bind (an outgoing connection's ephemeral port):
+    the bring-up starts again on fresh ports rather than failing the tests that wait on it."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    picks = iter([None, None, taken.getsockname()[1]])  # etcd client, etcd peer, then the API server's
+
+    def pick() -> int:
+        port = next(picks, None)
+        return port if port is not None else free_port()
+
+    monkeypatch.setattr(kubecluster, "free_port", pick)
+    try:
+        with kubecluster.start_cluster(tmp_path) as cluster:
+            assert cluster.workdir == tmp_path / "retry-2"
+            assert "address already in use" in (tmp_path / "kube-apiserver.log").read_text()
+            assert cluster.request("GET", "/readyz")[0] == 200
+    finally:
+        taken.close()
