@@ -22,6 +22,7 @@ from exporter.demo import vllm_env
 from exporter.engines import parser
 from exporter.replicas.pod_fields import condition_since
 from tests.bundle.servers import serve_exporter, wait_http
+from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster
 from tests.kubecluster import wait_for as wait_until
 
@@ -75,29 +76,6 @@ def exporter(vllm: vllm_env.VllmServer, tmp_path_factory: pytest.TempPathFactory
     proc.wait(10)
 
 
-def engine_deployment(ns: str, node: str, port: int) -> dict[str, Any]:
-    """One opted-in engine pod on `node`, on the host network: its pod IP is the node's, where vLLM listens."""
-    labels = {"app": "vllm"}
-    annotations = {"llm-exporter.io/scrape": "true", "llm-exporter.io/port": str(port)}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "vllm", "namespace": ns},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels, "annotations": annotations},
-                "spec": {
-                    "hostNetwork": True,
-                    "nodeSelector": {"kubernetes.io/hostname": node},
-                    "containers": [{"name": "vllm", "image": "vllm/vllm-openai", "ports": [{"containerPort": port}]}],
-                },
-            },
-        },
-    }
-
-
 def first_token(body: str, ns: str, suffix: str) -> float | None:
     line = f'llm_replica_startup_seconds{suffix}{{namespace="{ns}",workload="vllm",phase="first_token"}} '
     found = [float(row[len(line) :]) for row in body.splitlines() if row.startswith(line)]
@@ -122,7 +100,13 @@ def test_ready_to_first_token_from_a_discovered_pod(
     )  # fmt: skip
     with proc as running:
         wait_http(f"{url}/readyz", timeout=60, proc=running)
-        cluster.apply(engine_deployment(ns, node, port))
+        # on the host network: the pod's IP is its node's, where vLLM listens
+        on_node = {
+            "hostNetwork": True,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [{"name": "vllm", "image": "vllm/vllm-openai", "ports": [{"containerPort": port}]}],
+        }
+        cluster.apply(engine_deployment(ns, annotations={"llm-exporter.io/port": str(port)}, pod_spec=on_node))
         up = f'llm_engine_up{{namespace="{ns}",'
         wait_until(lambda: any(r.startswith(up) and r.endswith(" 1") for r in fetch(url + "/metrics").splitlines()),
                    120, "the discovered engine scraped")  # fmt: skip

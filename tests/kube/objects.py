@@ -184,3 +184,32 @@ def resource_claim(
         },
         "status": status,
     }
+
+
+def engine_deployment(
+    namespace: str,
+    name: str = "vllm",
+    *,
+    replicas: int = 1,
+    opted_in: bool = True,
+    annotations: Mapping[str, str] | None = None,
+    pod_spec: Obj | None = None,
+) -> Obj:
+    """A Deployment of engine pods, labelled app=<name> and opted in to scraping (the annotation discovery
+    and the cluster role's engine-pod watch read) plus `annotations`; `pod_spec` sets fields of the pod
+    spec (one vllm container unless it names `containers`)."""
+    labels = {"app": name}
+    notes = {"llm-exporter.io/scrape": "true", **(annotations or {})} if opted_in else {}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels, "annotations": notes},
+                "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai"}], **(pod_spec or {})},
+            },
+        },
+    }

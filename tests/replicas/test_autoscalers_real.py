@@ -7,34 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from exporter.config import Cluster, Routes
+from exporter.engines import parser
 from exporter.exposition import render
 from exporter.replicas.engine_pods import build_engine_pod_collectors
+from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
 from tests.watchdog.test_watchdog_e2e import install_keda_crds
 
 NODE = "autoscale-gpu"
-
-
-def deployment(ns: str, name: str, engine: bool = True) -> dict[str, Any]:
-    labels = {"app": name}
-    annotations = {"llm-exporter.io/scrape": "true"} if engine else {}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels, "annotations": annotations},
-                "spec": {
-                    "nodeSelector": {"pool": "autoscale"},
-                    "containers": [{"name": "vllm", "image": "vllm/vllm-openai"}],
-                },
-            },
-        },
-    }
 
 
 def hpa(ns: str, name: str, target: str, low: int, high: int, **meta: Any) -> dict[str, Any]:
@@ -75,13 +56,12 @@ def scaled_object(ns: str) -> dict[str, Any]:
 
 def samples(text: str, name: str, ns: str) -> dict[str, float]:
     """workload/autoscaler/kind -> value of `name` in `ns`."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith(name + "{") and f'namespace="{ns}"' in line:
-            labels = dict(part.split("=", 1) for part in line[line.index("{") + 1 : line.index("}")].split(","))
-            key = "/".join(labels[k].strip('"') for k in ("workload", "autoscaler", "kind"))
-            out[key] = float(line.rsplit(" ", 1)[1])
-    return out
+    found = parser.parse(text, {name}, "").samples.get(name, [])
+    return {
+        "/".join(labels[k] for k in ("workload", "autoscaler", "kind")): value
+        for labels, value in ((dict(pairs), value) for pairs, value in found)
+        if labels["namespace"] == ns
+    }
 
 
 def test_engine_autoscalers_from_a_real_control_plane(kube_cluster: ControlPlane) -> None:
@@ -93,9 +73,10 @@ def test_engine_autoscalers_from_a_real_control_plane(kube_cluster: ControlPlane
     collector.start()
     try:
         wait_for(collector.ready, 60, "the first list of pods")
+        on_pool = {"nodeSelector": {"pool": "autoscale"}}
         for name in ("vllm", "chat"):
-            cluster.apply(deployment(ns, name))
-        cluster.apply(deployment(ns, "web", engine=False))
+            cluster.apply(engine_deployment(ns, name, pod_spec=on_pool))
+        cluster.apply(engine_deployment(ns, "web", opted_in=False, pod_spec=on_pool))
         cluster.apply(hpa(ns, "vllm", "vllm", 2, 3))  # the HPA controller scales vllm from 1 up to its minimum
         cluster.apply(hpa(ns, "web", "web", 1, 2))  # not an engine: not reported
         so = cluster.apply(scaled_object(ns))
@@ -121,11 +102,10 @@ def test_engine_autoscalers_from_a_real_control_plane(kube_cluster: ControlPlane
         pods = cluster.must("GET", f"/api/v1/namespaces/{ns}/pods")["items"]
         engine_pods = {p["metadata"]["name"]: p["metadata"]["labels"]["app"] for p in pods}
         del engine_pods[next(name for name, app in engine_pods.items() if app == "web")]
-        info = {
-            line.split('pod="')[1].split('"')[0]: line.split('workload="')[1].split('"')[0]
-            for line in text.splitlines()
-            if line.startswith("llm_replica_pod_info{") and f'namespace="{ns}"' in line
-        }
+        infos = [dict(pairs) for pairs, _ in parser.parse(text, {"llm_replica_pod_info"}, "").samples[
+            "llm_replica_pod_info"
+        ]]  # fmt: skip
+        info = {labels["pod"]: labels["workload"] for labels in infos if labels["namespace"] == ns}
         assert info == engine_pods and sorted(info.values()) == ["chat", "vllm", "vllm"]
     finally:
         collector.close()

@@ -9,6 +9,7 @@ from typing import Any
 from exporter.config import Cluster, Routes
 from exporter.exposition import render
 from exporter.replicas.engine_pods import build_engine_pod_collectors
+from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
 
@@ -16,26 +17,15 @@ NODE = "startup-gpu"
 
 
 def deployment(ns: str, replicas: int) -> dict[str, Any]:
-    labels = {"app": "vllm"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "vllm", "namespace": ns},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels, "annotations": {"llm-exporter.io/scrape": "true"}},
-                "spec": {
-                    "nodeSelector": {"pool": "startup"},
-                    "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
-                    "containers": [
-                        {"name": "vllm", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
-                    ],
-                },
-            },
+    return engine_deployment(
+        ns,
+        replicas=replicas,
+        pod_spec={
+            "nodeSelector": {"pool": "startup"},
+            "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "vllm", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
         },
-    }
+    )
 
 
 def sample(text: str, name: str, ns: str, extra: str = "") -> float | None:
