@@ -166,16 +166,18 @@ def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter:
 
 def test_queue_gauges_follow_a_burst(vllm: vllm_env.VllmServer, exporter: str) -> None:
     """While a burst runs, the exporter sees requests running or waiting; after it, both return to 0."""
-    seen = 0.0
-    # long enough that a scrape lands inside it on a busy machine (the tiny model decodes fast): 448 tokens
-    # each, the most --max-model-len 512 leaves beside the prompt
+    seen, looks = 0.0, []
+    # long enough that a scrape lands inside it on a busy machine (the tiny model decodes 16 x 448 tokens
+    # within one slow scrape): three waves of 16, 448 tokens each, the most --max-model-len 512 leaves
+    # beside the prompt
     with ThreadPoolExecutor(16) as pool:
-        futures = [pool.submit(complete, vllm.url, 448) for _ in range(16)]
+        futures = [pool.submit(complete, vllm.url, 448) for _ in range(48)]
         while not all(f.done() for f in futures):
             body = fetch(exporter)
             seen = max(seen, total(body, "llm_requests_running") + total(body, "llm_requests_waiting"))
+            looks.append((total(body, "llm_engine_up"), total(body, "llm_engine_scrape_error")))
             time.sleep(0.05)
-    assert [f.result()["usage"]["completion_tokens"] for f in futures] == [448] * 16  # each request ran whole
-    assert seen >= 1
+    assert [f.result()["usage"]["completion_tokens"] for f in futures] == [448] * 48  # each request ran whole
+    assert seen >= 1, f"(engine up, scrape errors) of each scrape during the burst: {looks}"
     body = fetch(exporter)
     assert total(body, "llm_requests_running") == 0 and total(body, "llm_requests_waiting") == 0
