@@ -1,13 +1,16 @@
-"""A vLLM engine replayed from its recorded 0.32.0 body, and what a webhook receiver got from Alertmanager:
-shared by the end-to-end tests."""
+"""A vLLM engine replayed from its recorded 0.32.0 body, the node role's configuration to scrape it, the rules
+with short `for`s, and what a webhook receiver got from Alertmanager: shared by the end-to-end tests."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from alerts import formats
+from alerts.thresholds import DEFAULT
 from tests.bundle.servers import Served
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/vllm/0.32.0.prom"
@@ -36,6 +39,18 @@ class FakeEngine(Served):
             self.scrapes += 1
             return 200, vllm_body(self.scrapes)
         return 404, ""
+
+
+def node_config(engine: FakeEngine) -> dict[str, Any]:
+    """The node role's engines: the replayed vLLM, as pod demo/vllm-0 (the engine workload's first pod)."""
+    target = {"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}
+    return {"engines": {"timeout_seconds": 0.8, "targets": [target]}}
+
+
+def fast_rules(path: Path) -> Path:
+    """The bundle's rules with short `for`s and a 1 s evaluation, written to `path`, for the end-to-end runs."""
+    path.write_text(formats.rule_file(replace(DEFAULT, queue_for="2s", fragmented_for="2s", evaluation_interval="1s")))
+    return path
 
 
 def delivered(webhook: Served) -> dict[str, dict[str, Any]]:

@@ -16,20 +16,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from alerts import formats
-from alerts.thresholds import DEFAULT
 from exporter.bundle import check, render
 from exporter.bundle.queries import Query, file_queries
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
-from tests.bundle.replay import FakeEngine, delivered
+from tests.bundle.replay import FakeEngine, delivered, fast_rules, node_config
 from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.kube.objects import pod
@@ -67,15 +64,8 @@ def serve(
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("e2e")
     engine, webhook = FakeEngine(), Served()
-    fast = replace(DEFAULT, queue_for="2s", fragmented_for="2s", evaluation_interval="1s")
-    rules = tmp / "rules.yaml"
-    rules.write_text(formats.rule_file(fast))
-    node_cfg = {
-        "engines": {
-            "timeout_seconds": 0.8,
-            "targets": [{"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}],
-        },
-    }
+    rules = fast_rules(tmp / "rules.yaml")
+    node_cfg = node_config(engine)
     assigned = {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}
     try:
         with ExitStack() as stack:

@@ -19,20 +19,18 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from alerts import formats
-from alerts.thresholds import DEFAULT, EXPORTER_JOB
+from alerts.thresholds import EXPORTER_JOB
 from exporter.bundle import check, render
 from exporter.bundle.queries import file_queries
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
-from tests.bundle.replay import FakeEngine, delivered
+from tests.bundle.replay import FakeEngine, delivered, fast_rules, node_config
 from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, wait_for, wait_http
 from tests.deploy.manifests import OVERLAYS
 from tests.deploy.manifests import render as kustomize
@@ -135,15 +133,8 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         node_pod = pods["node"]
         assert node_pod["spec"]["nodeName"] == "gpu-0"
         assert node_pod["status"]["podIP"] == NODES["gpu-0"][0], "kwok: a host-network pod has its node's IP"
-        fast = replace(DEFAULT, queue_for="2s", fragmented_for="2s", evaluation_interval="1s")
-        rules = tmp / "rules.yaml"
-        rules.write_text(formats.rule_file(fast))
-        node_cfg = {
-            "engines": {
-                "timeout_seconds": 0.8,
-                "targets": [{"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}],
-            }
-        }
+        rules = fast_rules(tmp / "rules.yaml")
+        node_cfg = node_config(engine)
         assigned = {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}
         with gpu_node(tmp, node_pod["spec"]["nodeName"], assigned) as gpus:
             node_proc, node_url = serve_pod(tmp, node_pod, node_cfg | {"gpu": gpus.gpu}, gpus.env)
