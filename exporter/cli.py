@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import os
 import signal
@@ -120,6 +121,10 @@ HELP = {
     "demo": "a local vLLM (CPU, tiny model) + the exporter, live",
 }
 
+# The tooling commands whose module defines `add_arguments(parser)` and `run(args) -> int`: a new command
+# is its module plus one line here and one in HELP.
+TOOLS = {"render": "exporter.bundle.render", "check": "exporter.check.cli"}
+
 
 SOURCE_ONLY = {"render": "exporter.bundle.render", "demo": "exporter.demo"}  # not in the wheel (setup.py)
 
@@ -142,16 +147,10 @@ def _add_tool(sub: argparse._SubParsersAction[argparse.ArgumentParser], command:
     if command in SOURCE_ONLY and importlib.util.find_spec(SOURCE_ONLY[command]) is None:
         p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         p.set_defaults(func=_source_only(command))
-    elif command == "render":
-        from exporter.bundle import render
-
-        render.add_arguments(p)
-        p.set_defaults(func=render.run)
-    elif command == "check":
-        from exporter.check import cli as check_cli
-
-        check_cli.add_arguments(p)
-        p.set_defaults(func=check_cli.run)
+    elif command in TOOLS:
+        module = importlib.import_module(TOOLS[command])
+        module.add_arguments(p)
+        p.set_defaults(func=module.run)
     elif command == "mappings":
         from exporter.engines.registry import NAMES
 
