@@ -40,6 +40,22 @@ class Alert:
         return self.name.lower()
 
 
+_QUERY_KEY = "job, instance, kind, namespace, name, location"
+_SUCCESSOR = (
+    "{{ if $labels.successor }}The release history names the successor: {{ $labels.renamed }} is now "
+    "{{ $labels.successor }}{{ if $labels.fix }}; the query rewritten: {{ $labels.fix }}{{ end }}. {{ end }}"
+)
+
+
+def _with_successor(verdict: str) -> str:
+    """The watchdog's verdict with the labels of llm_query_successor_info (renamed, successor, fix) where the
+    release history knows the successor, so that the alert itself carries it; the verdict alone elsewhere."""
+    return (
+        f"({verdict} * on ({_QUERY_KEY}) group_left (renamed, successor, fix) llm_query_successor_info "
+        f"or on ({_QUERY_KEY}) {verdict})"
+    )
+
+
 def number(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)
 
@@ -314,7 +330,7 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.route }} buffers engine responses.",
             "The proxy collects the response before sending it on: a token stream reaches users in bursts, and "
             "time to first token as users feel it becomes the whole request. Turn buffering off for streaming "
-            "routes (nginx.ingress.kubernetes.io/proxy-buffering: \"off\").",
+            'routes (nginx.ingress.kubernetes.io/proxy-buffering: "off").',
         ),
         Alert(
             "LLMClusterViewStale",
@@ -331,7 +347,7 @@ def _alerts(t: Thresholds) -> list[Alert]:
         Alert(
             "LLMAutoscalerQueryEmpty",
             queries,
-            'llm_query_empty{kind=~"ScaledObject|ScaledJob"}',
+            _with_successor('llm_query_empty{kind=~"ScaledObject|ScaledJob"}'),
             "==",
             1,
             t.autoscaler_query_empty_for,
@@ -339,13 +355,14 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "The query of {{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }} ({{ $labels.location }}) "
             "returns nothing.",
             "KEDA reads an empty result as 0 (ignoreNullValues defaults to true) and scales the workload down, at "
-            "peak too. Usually a renamed metric: llm_query_empty_reason and the exporter's log say why. Point the "
-            "trigger at the stable llm_* name.",
+            "peak too. Usually a renamed metric: llm_query_empty_reason and the exporter's log say why. "
+            + _SUCCESSOR
+            + "Point the trigger at the stable llm_* name.",
         ),
         Alert(
             "LLMDashboardQueryEmpty",
             queries,
-            'llm_query_empty{kind="Dashboard"}',
+            _with_successor('llm_query_empty{kind="Dashboard"}'),
             "==",
             1,
             t.dashboard_query_empty_for,
@@ -353,7 +370,7 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "Dashboard ConfigMap {{ $labels.namespace }}/{{ $labels.name }} has a query that returns nothing: "
             "{{ $labels.location }}.",
             "The panel is blank, and looks like an idle service. Usually a renamed metric: llm_query_empty_reason "
-            "and the exporter's log say why; `llm-exporter check` on the dashboard suggests the fix.",
+            "and the exporter's log say why. " + _SUCCESSOR + "`llm-exporter check` on the dashboard suggests the fix.",
         ),
         Alert(
             "LLMQueryWatchdogFailing",

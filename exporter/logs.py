@@ -5,7 +5,9 @@
 One line per event, logfmt (or JSON with `--log-format json`), values quoted and escaped so that nothing a
 peer sends can forge a line. The same message from the same place is logged at most `BURST` times per
 `WINDOW_SECONDS`; the rest are counted in `llm_exporter_log_messages_suppressed_total{level}`, so a broken
-engine polled every 15 s cannot flood the node's logs. Credentials in URLs (`https://user:pass@host`) and
+engine polled every 15 s cannot flood the node's logs. A call that reports on many objects passes
+`extra={LIMIT_KEY: "<the object>"}`: the limit then applies per object, so that one noisy object cannot spend
+the lines of the others. Credentials in URLs (`https://user:pass@host`) and
 `Authorization` values are masked before anything is written. The exporter never logs response bodies:
 engine bodies are metrics, but a misconfigured target could serve anything.
 """
@@ -25,6 +27,7 @@ from exporter.exposition import Family
 
 WINDOW_SECONDS = 60.0
 BURST = 5
+LIMIT_KEY = "limit_key"  # a LogRecord attribute: the object a line is about, limited on its own
 LEVELS = {"DEBUG": "debug", "INFO": "info", "WARNING": "warn", "ERROR": "error", "CRITICAL": "error"}
 
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
@@ -72,18 +75,19 @@ class JsonFormatter(logging.Formatter):
 
 
 class RateLimit(logging.Filter):
-    """At most BURST lines per WINDOW_SECONDS for each (logger, call site, message template); debug passes."""
+    """At most BURST lines per WINDOW_SECONDS for each (logger, call site, message template, object named by
+    LIMIT_KEY); debug passes."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self._clock = clock
-        self._windows: dict[tuple[str, int, str], tuple[float, int]] = {}
+        self._windows: dict[tuple[str, int, str, str], tuple[float, int]] = {}
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.INFO:
             return True
-        key = (record.name, record.lineno, str(record.msg))
+        key = (record.name, record.lineno, str(record.msg), str(getattr(record, LIMIT_KEY, "")))
         now = self._clock()
         with self._lock:
             start, count = self._windows.get(key, (now, 0))

@@ -18,10 +18,18 @@ QUERY_EMPTY = _g(
 )
 QUERY_EMPTY_REASON = _g(
     "llm_query_empty_reason",
-    "1 for each empty query, with why: renamed (an engine release renamed the metric; the log names the "
-    "successor and the rewritten query), never_present, disappeared, label_mismatch, operators (every "
-    "selector has series) or unknown; the full diagnosis is in the exporter's log.",
+    "1 for each empty query, with why: renamed (an engine release renamed the metric; "
+    "llm_query_successor_info and the log name the successor and the rewritten query), never_present, "
+    "disappeared, label_mismatch, operators (every selector has series) or unknown; the full diagnosis is in "
+    "the exporter's log.",
     (*QUERY, "reason"),
+)
+QUERY_SUCCESSOR_INFO = _g(
+    "llm_query_successor_info",
+    "1 for each empty query whose missing names an engine release renamed: renamed (the names as queried, "
+    "comma-separated), successor (their successors, in the same order) and fix (the query rewritten to them; "
+    "empty when longer than 500 characters, then only the exporter's log has it). Alerts copy these labels.",
+    (*QUERY, "renamed", "successor", "fix"),
 )
 QUERY_CHECK_ERRORS = counter(
     "llm_query_check_errors_total",
@@ -48,6 +56,7 @@ QUERY_SOURCE_AVAILABLE = _g(
 METRICS: tuple[MetricSpec, ...] = (
     QUERY_EMPTY,
     QUERY_EMPTY_REASON,
+    QUERY_SUCCESSOR_INFO,
     QUERY_CHECK_ERRORS,
     QUERY_CHECK_LAST_RUN,
     QUERY_SOURCE_AVAILABLE,

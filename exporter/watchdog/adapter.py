@@ -25,6 +25,7 @@ class Outcome:
     reasons: tuple[str, ...] = ()
     http_status: int = 0  # for "error": the answer's HTTP status, 0 when there was none
     fix: str | None = None  # the query rewritten to the successor names the release history knows
+    renames: tuple[tuple[str, str], ...] = ()  # (missing name, its successor) as the release history names them
 
 
 def dashboard_text(text: str) -> str:
@@ -81,4 +82,4 @@ class Evaluator:
         if result.status == "error":
             error = self._recorder.error
             return Outcome("error", tuple(result.reasons), error.status if error else SYNTAX_ERROR)
-        return Outcome(result.status, tuple(result.reasons), fix=result.fix)
+        return Outcome(result.status, tuple(result.reasons), fix=result.fix, renames=tuple(result.renames.items()))

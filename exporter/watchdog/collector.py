@@ -17,6 +17,7 @@ from typing import Any
 from exporter.collect import CollectorUnavailable
 from exporter.config import Watchdog, WatchdogPrometheus
 from exporter.exposition import Family
+from exporter.logs import LIMIT_KEY
 from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
 from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
 from exporter.watchdog import model
@@ -106,8 +107,8 @@ class WatchdogCollector:
             self._stop.wait(self._interval)
 
     def watched(self) -> list[model.WatchedQuery]:
-        """Trigger queries, and dashboards still to expand."""
-        return sorted(q for r in self._reflectors.values() for qs in r.items().values() for q in qs)
+        """Trigger queries, and dashboards still to expand; autoscalers first."""
+        return model.pages_first(q for r in self._reflectors.values() for qs in r.items().values() for q in qs)
 
     def _expand(
         self, evaluator: Evaluator, watched: list[model.WatchedQuery]
@@ -120,7 +121,14 @@ class WatchdogCollector:
             try:
                 found += model.expand(item, evaluator.dashboard(item.dashboard))
             except (ValueError, TypeError, AttributeError, KeyError) as exc:  # one dashboard, not the run
-                log.warning("query watchdog: dashboard %s/%s %s: %s", item.namespace, item.name, item.location, exc)
+                log.warning(
+                    "query watchdog: dashboard %s/%s %s: %s",
+                    item.namespace,
+                    item.name,
+                    item.location,
+                    exc,
+                    extra={LIMIT_KEY: item.owner},
+                )
         if len(found) > self._max_queries:
             log.warning("query watchdog: %d queries found, checking the first %d", len(found), self._max_queries)
         return found[: self._max_queries]
@@ -144,15 +152,17 @@ class WatchdogCollector:
         verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
         for item, query in self._expand(evaluator, watched):
             outcome = evaluator.evaluate(query)
-            where = f"{item.kind} {item.namespace}/{item.name} {item.location}"
+            where = f"{item.owner} {item.location}"
+            per_object = {LIMIT_KEY: item.owner}  # an old dashboard's many panels spend only its own lines
             if outcome.status == "error":
                 message = "; ".join(outcome.reasons)
                 self._count(model.error_reason(outcome.http_status, message))
-                log.warning("query watchdog: %s: cannot check %r: %s", where, query.expr, message)
+                log.warning("query watchdog: %s: cannot check %r: %s", where, query.expr, message, extra=per_object)
             elif outcome.status == "empty":
-                verdicts[item.key] = model.Verdict(True, model.empty_reason(outcome.reasons, outcome.fix is not None))
+                reason = model.empty_reason(outcome.reasons, outcome.fix is not None)
+                verdicts[item.key] = model.Verdict(True, reason, outcome.renames, outcome.fix or "")
                 why = "; ".join(outcome.reasons) + (f"; fix: {outcome.fix}" if outcome.fix else "")
-                log.warning("query watchdog: %s: %r returns nothing: %s", where, query.expr, why)
+                log.warning("query watchdog: %s: %r returns nothing: %s", where, query.expr, why, extra=per_object)
             else:  # data, or empty where the query says it is expected (allow-empty, sparse metrics)
                 verdicts[item.key] = model.Verdict(False)
         with self._lock:

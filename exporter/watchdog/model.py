@@ -15,7 +15,9 @@ log = logging.getLogger(__name__)
 Q = TypeVar("Q")
 
 DASHBOARD = "Dashboard"
+PAGES = ("ScaledObject", "ScaledJob")  # what LLMAutoscalerQueryEmpty pages on: checked and logged first
 MAX_LOCATION = 120  # characters of a location label: panel titles can be long
+MAX_FIX = 500  # characters of the rewritten query as a label; a longer one is left to the log
 ERROR_REASONS = ("unreachable", "unauthorized", "bad_query", "credentials", "error")
 EMPTY_REASONS = ("renamed", "never_present", "disappeared", "label_mismatch", "operators", "unknown")
 
@@ -33,11 +35,27 @@ class WatchedQuery:
     def key(self) -> tuple[str, str, str, str]:
         return (self.kind, self.namespace, self.name, self.location)
 
+    @property
+    def owner(self) -> str:
+        """The object the query belongs to (a ScaledObject, a ScaledJob, a dashboard ConfigMap)."""
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+
+Watched = tuple[WatchedQuery, ...]  # what a reflector keeps of one object
+
+
+def pages_first(watched: Iterable[WatchedQuery]) -> list[WatchedQuery]:
+    """Autoscaler queries before dashboards: the max_queries bound and the log's per-object limit then never
+    spend on panels what an autoscaler query, the one that pages, needs."""
+    return sorted(watched, key=lambda q: (PAGES.index(q.kind) if q.kind in PAGES else len(PAGES), q))
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     empty: bool
     reason: str = ""  # one of EMPTY_REASONS when empty
+    renames: tuple[tuple[str, str], ...] = ()  # (name as queried, successor) the release history names
+    fix: str = ""  # the query rewritten to the successors
 
 
 def _bounded(text: str) -> str:
@@ -127,6 +145,14 @@ def error_reason(http_status: int, message: str) -> str:
     return "error"
 
 
+def successor_labels(verdict: Verdict) -> tuple[str, str, str] | None:
+    """(renamed, successor, fix) of llm_query_successor_info, or None when no successor is known."""
+    if not verdict.empty or not verdict.renames:
+        return None
+    fix = verdict.fix if len(verdict.fix) <= MAX_FIX else ""
+    return (",".join(old for old, _ in verdict.renames), ",".join(new for _, new in verdict.renames), fix)
+
+
 def families(
     verdicts: Mapping[tuple[str, str, str, str], Verdict],
     errors: Mapping[str, int],
@@ -135,10 +161,13 @@ def families(
 ) -> list[Family]:
     empty = Family(spec.QUERY_EMPTY)
     reason = Family(spec.QUERY_EMPTY_REASON)
+    successor = Family(spec.QUERY_SUCCESSOR_INFO)
     for key, verdict in sorted(verdicts.items()):
         empty.add(key, 1.0 if verdict.empty else 0.0)
         if verdict.empty:
             reason.add((*key, verdict.reason), 1.0)
+        if (named := successor_labels(verdict)) is not None:
+            successor.add((*key, *named), 1.0)
     error_family = Family(spec.QUERY_CHECK_ERRORS)
     for name in sorted({*ERROR_REASONS, *errors}):
         error_family.add((name,), float(errors.get(name, 0)))
@@ -148,4 +177,4 @@ def families(
     source = Family(spec.QUERY_SOURCE_AVAILABLE)
     for resource, ok in sorted(available.items()):
         source.add((resource,), 1.0 if ok else 0.0)
-    return [empty, reason, error_family, last, source]
+    return [empty, reason, successor, error_family, last, source]

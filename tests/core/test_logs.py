@@ -73,6 +73,20 @@ def test_rate_limit_lets_a_burst_through_then_counts_what_it_drops() -> None:
     assert warn_suppressed() - before == 20 - logs.BURST
 
 
+def test_a_line_about_an_object_is_limited_per_object_not_per_template() -> None:
+    limit = logs.RateLimit(clock=lambda: 0.0)
+
+    def about(obj: str) -> logging.LogRecord:
+        rec = record("query of %s returns nothing", obj)
+        setattr(rec, logs.LIMIT_KEY, obj)
+        return rec
+
+    assert [limit.filter(about("Dashboard mon/old")) for _ in range(20)] == [True] * logs.BURST + [False] * 15
+    # the same call site and template about another object: its own budget, not the one the dashboard spent
+    assert [limit.filter(about("ScaledObject llm/vllm")) for _ in range(logs.BURST)] == [True] * logs.BURST
+    assert not limit.filter(about("ScaledObject llm/vllm"))
+
+
 def warn_suppressed() -> float:
     return next(v for _, labels, v in logs.suppressed_family().samples if labels == '{level="warn"}')
 

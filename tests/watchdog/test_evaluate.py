@@ -8,19 +8,26 @@ autoscaler written for vLLM's old KV-cache name is empty, and the release histor
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import yaml
 
+from exporter import logs
+from exporter.exposition import render
 from exporter.sources.prometheus import HttpPrometheus
 from exporter.watchdog import model
 from exporter.watchdog.adapter import Evaluator, Outcome, keda_query
+from exporter.watchdog.collector import WatchdogCollector
 from tests.bundle.servers import Served, prometheus, query, static_job, wait_for
 from tests.engines.engine_servers import recorded
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures/check_corpus"
+OLD_KV_QUERY = 'avg(vllm:gpu_cache_usage_perc{model_name="tiny"})'  # an autoscaler written for vLLM before 0.12
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +90,57 @@ def test_a_broken_query_is_a_bad_query_not_an_empty_one(prom: str, expr: str, sa
     assert outcome.status == "error"
     assert model.error_reason(outcome.http_status, "; ".join(outcome.reasons)) == "bad_query"
     assert said in "; ".join(outcome.reasons).lower()
+
+
+class _Store:
+    """What a reflector holds once its watch has listed the objects: their transforms, by key."""
+
+    def __init__(self, items: dict[str, model.Watched]) -> None:
+        self._items = items
+
+    def items(self) -> dict[str, model.Watched]:
+        return self._items
+
+
+def _store(transform: Callable[[dict[str, Any]], model.Watched | None], *objects: dict[str, Any]) -> _Store:
+    return _Store({f"{o['metadata']['namespace']}/{o['metadata']['name']}": transform(o) or () for o in objects})
+
+
+def test_one_old_dashboard_with_many_stale_panels_leaves_the_scaled_objects_diagnosis_in_the_log(prom: str) -> None:
+    """The EKS tutorial's V0-era dashboard (stale panels by the dozen on 0.32) and a ScaledObject on the old
+    KV-cache name, through the exporter's own rate-limited log handler: the ScaledObject is checked and logged
+    first, the dashboard spends only its own lines, and the successor is a series the alert copies."""
+    text = (CORPUS / "production-stack-eks-vllm-dashboard.json").read_text(encoding="utf-8")
+    configmap = {"metadata": {"name": "vllm-old", "namespace": "monitoring"}, "data": {"vllm.json": text}}
+    scaled = {
+        "metadata": {"name": "vllm", "namespace": "llm"},
+        "spec": {"triggers": [{"type": "prometheus", "metadata": {"query": OLD_KV_QUERY, "threshold": "0.8"}}]},
+    }
+    reflectors = {
+        "configmaps": _store(model.dashboards, configmap),
+        "scaledobjects": _store(model.scaler_queries("ScaledObject"), scaled),
+    }
+    collector = WatchdogCollector(cast(Any, reflectors), lambda: HttpPrometheus(prom), 60.0, 2000)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.LogfmtFormatter())
+    handler.addFilter(logs.RateLimit())  # as `serve` configures it: 5 lines a minute
+    watchdog_log = logging.getLogger("exporter.watchdog.collector")
+    watchdog_log.addHandler(handler)
+    try:
+        collector.run_once()
+    finally:
+        watchdog_log.removeHandler(handler)
+    lines = [line for line in stream.getvalue().splitlines() if "returns nothing" in line]
+    assert "ScaledObject llm/vllm trigger 0" in lines[0], "the query that pages is logged first"
+    assert "vllm:gpu_cache_usage_perc was removed in vLLM 0.12.0" in lines[0]
+    assert 'fix: avg(vllm:kv_cache_usage_perc{model_name=\\"tiny\\"})' in lines[0]
+    exposition = render(collector.collect()).splitlines()
+    stale = [x for x in exposition if x.startswith('llm_query_empty{kind="Dashboard"') and x.endswith(" 1")]
+    assert len(stale) > logs.BURST, "enough stale panels to spend a per-template limit"
+    assert len([x for x in lines if "Dashboard monitoring/vllm-old" in x]) == logs.BURST
+    assert (
+        'llm_query_successor_info{kind="ScaledObject",namespace="llm",name="vllm",location="trigger 0",'
+        'renamed="vllm:gpu_cache_usage_perc",successor="vllm:kv_cache_usage_perc",'
+        'fix="avg(vllm:kv_cache_usage_perc{model_name=\\"tiny\\"})"} 1'
+    ) in exposition

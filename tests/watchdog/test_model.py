@@ -176,3 +176,31 @@ def test_panels_sharing_a_title_and_ref_id_get_their_own_series() -> None:
     ]
     assert len(expanded[3][0].location) == model.MAX_LOCATION
     assert {q.key[:3] for q, _ in expanded} == {(model.DASHBOARD, "m", "d")}
+
+
+def test_a_known_successor_is_one_info_series_and_a_long_fix_is_left_to_the_log() -> None:
+    key = ("ScaledObject", "llm", "vllm", "trigger 0")
+    renames = (("vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc"), ("vllm:x_seconds", "vllm:y_seconds"))
+    fix = "avg(vllm:kv_cache_usage_perc) + avg(vllm:y_seconds)"
+    long_key = (*key[:3], "trigger 1")
+    verdicts = {
+        key: model.Verdict(True, "renamed", renames, fix),
+        long_key: model.Verdict(True, "renamed", renames[:1], "x" * (model.MAX_FIX + 1)),
+        (*key[:3], "trigger 2"): model.Verdict(True, "label_mismatch"),  # no successor: no info series
+        (*key[:3], "trigger 3"): model.Verdict(False),
+    }
+    lines = render(model.families(verdicts, {}, None, {})).splitlines()
+    assert [x for x in lines if x.startswith("llm_query_successor_info{")] == [
+        'llm_query_successor_info{kind="ScaledObject",namespace="llm",name="vllm",location="trigger 0",'
+        'renamed="vllm:gpu_cache_usage_perc,vllm:x_seconds",successor="vllm:kv_cache_usage_perc,vllm:y_seconds",'
+        f'fix="{fix}"}} 1',
+        'llm_query_successor_info{kind="ScaledObject",namespace="llm",name="vllm",location="trigger 1",'
+        'renamed="vllm:gpu_cache_usage_perc",successor="vllm:kv_cache_usage_perc",fix=""} 1',
+    ]
+
+
+def test_autoscaler_queries_come_before_dashboards() -> None:
+    board = model.WatchedQuery(model.DASHBOARD, "a", "a", "a.json", "", "{}")
+    job = model.WatchedQuery("ScaledJob", "z", "batch", "trigger 0", "sum(x)")
+    scaled = model.WatchedQuery("ScaledObject", "z", "vllm", "trigger 0", "sum(x)")
+    assert model.pages_first([board, job, scaled]) == [scaled, job, board]
