@@ -20,6 +20,11 @@ def render(name: str) -> str:
     version = (
         f"`GET {spec.version_path}` → `{spec.version_field}`"
         + (f" (`{'`, `'.join(spec.unknown_versions)}` says nothing: inferred)" if spec.unknown_versions else "")
+        + (
+            "; a release build's `bNNNN-commit` is reported as `bNNNN` and placed by that build number"
+            if spec.version_build
+            else ""
+        )
         if spec.version_path
         else "none: inferred from the names present (`version_source=\"inferred\"`)"
     )

@@ -28,6 +28,9 @@ class Engine:
     lazy_series: bool = True
     activity: tuple[str, ...] = ()
     unknown_versions: tuple[str, ...] = ()  # version answers that say nothing (llama.cpp sdist builds: b0-unknown)
+    # a version answer that is a build number (llama.cpp's `b11434-9f4a0c2`): (label, build), placed in the
+    # release table by Releases.by_build; None for an answer it does not read
+    version_build: Callable[[str], tuple[str, int] | None] | None = None
     notes: Mapping[MetricSpec, str] | None = None  # why a canonical metric is absent (documented per engine)
 
     @property

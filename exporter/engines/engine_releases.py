@@ -4,8 +4,10 @@
 sources (its `_meta.generated_from` says how: SGLang wheels, TGI and LMDeploy git tags, llama.cpp as vendored
 in llama-cpp-python sdists). `derive()` condenses it to what the mapping needs and `exporter/engines/data/
 engine_releases.json` is that condensed form (regenerate: `python -m exporter.engines.engine_releases --write`;
-a test fails on drift). Conditional series (SGLang's `enabled_when`: LoRA, hierarchical cache, …) are known
-but not expected. trtllm-serve is not in the source (its release boundaries are only inferred): see trtllm.py.
+a test fails on drift). llama.cpp releases carry their build number where `data/llamacpp_builds.json` knows
+it, so that a release build's `/props` (`b11434-9f4a0c2`) is placed by number. Conditional series (SGLang's
+`enabled_when`: LoRA, hierarchical cache, …) are known but not expected. trtllm-serve is not in the source
+(its release boundaries are only inferred): see trtllm.py.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from exporter.engines.releases import Release, Releases, derived_file_main, pars
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "engine_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"
+BUILDS = SOURCE.parent / "llamacpp_builds.json"
 ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp", "lmdeploy": "lmdeploy"}  # ours → source key
 _POST = re.compile(r"\.post(\d+)$")
 _LLAMACPP = re.compile(r"llama-cpp-python (\S+) \(llama\.cpp (\S+)\)")
@@ -37,7 +40,22 @@ def release_name(engine: str, key: str) -> str:
     return commit[:9] if commit != "commit" else f"lcp-{sdist}"
 
 
-def derive(source: dict[str, Any]) -> dict[str, Any]:
+def _builds() -> dict[str, int]:
+    """llama.cpp commit (full) → build number, from data/llamacpp_builds.json."""
+    return {commit: entry["build"] for commit, entry in json.loads(BUILDS.read_text())["builds"].items()}
+
+
+def _build_of(key: str, builds: dict[str, int]) -> int | None:
+    match = _LLAMACPP.match(key)
+    if match is None:
+        return None
+    commit = match.group(2)
+    found = [b for full, b in builds.items() if full.startswith(commit) and len(commit) >= 9]
+    return found[0] if len(found) == 1 else None
+
+
+def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict[str, Any]:
+    builds = _builds() if builds is None else builds
     engines: dict[str, Any] = {}
     for ours, key in ENGINES.items():
         releases = []
@@ -45,17 +63,19 @@ def derive(source: dict[str, Any]) -> dict[str, Any]:
         for version, metrics in source[key].items():
             known.update(m["name"] for m in metrics)
             default = [m for m in metrics if not m.get("enabled_when")]
-            releases.append(
-                {
-                    "version": release_name(ours, version),
-                    "source_key": version,
-                    "expected": sorted({m["name"] for m in default}),
-                    "summaries": sorted({m["name"] for m in default if m["type"] == "summary"}),
-                }
-            )
+            release = {
+                "version": release_name(ours, version),
+                "source_key": version,
+                "expected": sorted({m["name"] for m in default}),
+                "summaries": sorted({m["name"] for m in default if m["type"] == "summary"}),
+            }
+            if ours == "llamacpp" and (build := _build_of(version, builds)) is not None:
+                release["build"] = build
+            releases.append(release)
         engines[ours] = {"releases": releases, "known": sorted(known)}
     return {
         "source": "data/engine_metrics_by_version.json",
+        "builds": "data/llamacpp_builds.json",
         "generated_from": source["_meta"]["generated_from"],
         "engines": engines,
     }
@@ -78,8 +98,11 @@ def load(engine: str) -> Releases:
         sorted(
             (
                 Release(
-                    r["version"], _key(engine, i, r["version"]), frozenset(r["expected"]),
+                    r["version"],
+                    _key(engine, i, r["version"]),
+                    frozenset(r["expected"]),
                     frozenset(r["summaries"]),
+                    r.get("build"),
                 )
                 for i, r in enumerate(table["releases"])
             ),

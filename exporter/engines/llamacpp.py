@@ -1,6 +1,9 @@
 """llama.cpp `llama-server` → canonical `llm_*` metrics (`llamacpp:` prefix, needs `--metrics`: 501 without).
 
-Version: `/props` → `build_info` (`bNNNN-sha`); builds from a tarball or sdist say `b0-unknown`, which says
+Version: `/props` → `build_info`, `"b" + LLAMA_BUILD_NUMBER + "-" + LLAMA_COMMIT` (`b11434-9f4a0c2` from a
+release build): reported as `b11434` (source `endpoint`) and placed in the release table by that build
+number (data/llamacpp_builds.json: the build numbers of the table's commits); below the first known build
+the release is inferred from the names. Builds from a tarball or sdist say `b0-unknown`, which says
 nothing, so the release is then inferred from the names. Release names are llama.cpp commits. Followed:
 `kv_cache_usage_ratio` removed mid-2025 (PR #13660). Left absent on purpose:
 - prompt tokens: `prompt_tokens_total` excludes prompt-cache hits, unlike every other engine's count;
@@ -10,6 +13,8 @@ llama.cpp prints every family as soon as `--metrics` is on, so a missing source 
 """
 
 from __future__ import annotations
+
+import re
 
 from exporter.catalogue import engine as m
 from exporter.engines import engine_releases
@@ -23,6 +28,16 @@ SOURCES = {
     m.PREFIX_CACHE_HITS: ("llamacpp:prompt_tokens_cached_total",),
 }
 
+_BUILD_INFO = re.compile(r"b([1-9][0-9]{0,8})(?:-[0-9A-Za-z]{1,40})?")
+
+
+def build_info(text: str) -> tuple[str, int] | None:
+    """("b11434", 11434) for a release build's `b11434-9f4a0c2`; None for b0 (no git at build time) or
+    anything else."""
+    match = _BUILD_INFO.fullmatch(text.strip())
+    return (f"b{match.group(1)}", int(match.group(1))) if match else None
+
+
 SPEC = Engine(
     name="llamacpp",
     prefixes=("llamacpp:",),
@@ -33,6 +48,7 @@ SPEC = Engine(
     version_field="build_info",
     lazy_series=False,
     unknown_versions=("b0-unknown",),
+    version_build=build_info,
     notes={
         m.PROMPT_TOKENS: "prompt_tokens_total excludes prompt-cache hits",
         m.KV_CACHE_USAGE: "removed from llama.cpp in May 2025 (PR #13660)",

@@ -94,6 +94,11 @@ def choose_release(
     """(release whose mapping applies, version label, version_source)."""
     if version_text in engine.unknown_versions:
         version_text = None  # an answer that says nothing (llama.cpp sdist builds: b0-unknown)
+    built = engine.version_build(version_text) if engine.version_build and version_text else None
+    if built is not None:  # what the engine says is the label; its build number places it in the table
+        label, build = built
+        placed = releases.by_build(build) or releases.infer(families, source_families(engine))
+        return placed, label, "endpoint"
     key = parse_version(version_text) if version_text else None
     if key is not None:
         exact = [r for r in releases.releases if r.version == version_text]  # 0.4.3.post2 is not 0.4.3.post4

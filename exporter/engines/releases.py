@@ -42,6 +42,7 @@ class Release:
     key: Version
     expected: frozenset[str]  # families exposed by default, without flags
     summaries: frozenset[str] = frozenset()  # families exposed as summaries (TGI < 0.5): not histograms
+    build: int | None = None  # llama.cpp: the build number (`bNNNN`) of the release's commit, where known
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,15 @@ class Releases:
         chosen = self.releases[0]
         for release in self.releases:
             if release.key <= version:
+                chosen = release
+        return chosen
+
+    def by_build(self, build: int) -> Release | None:
+        """The newest release whose known build number is not above `build`; None below every known one (the
+        releases before the first known build cannot be told apart by a number)."""
+        chosen = None
+        for release in self.releases:
+            if release.build is not None and release.build <= build:
                 chosen = release
         return chosen
 

@@ -172,3 +172,41 @@ def test_mappings_table_per_engine() -> None:
     assert (
         row(render_table("7841fc723", engine="llamacpp"), "llm_kv_cache_usage_ratio") == "llamacpp:kv_cache_usage_ratio"
     )
+
+
+@pytest.mark.parametrize(
+    ("answered", "label", "placed"),
+    [
+        ("b11434-9f4a0c2", "b11434", "0c1e57098"),  # newer than the table: its newest release
+        ("b11312-0c1e570", "b11312", "0c1e57098"),
+        ("b9976-e3546c7", "b9976", "e3546c794"),
+        ("b9900-abcdef0", "b9900", "b3fed31b9"),  # between two numbered releases: the older one
+        ("b9445-af6528e", "b9445", "af6528e6d"),
+    ],
+)
+def test_a_llamacpp_release_build_is_placed_by_its_build_number(answered: str, label: str, placed: str) -> None:
+    spec = registry.get("llamacpp")
+    # the body of the release it is placed at: no family of another release is expected
+    text = exposition("llamacpp", body("llamacpp", placed), answered)
+    assert f'engine="llamacpp",version="{label}",version_source="endpoint"}} 1' in text
+    release, version, source = mapping.choose_release(spec.releases(), answered, set(), spec)
+    assert (release.version, version, source) == (placed, label, "endpoint")
+    assert not re.search(r"^llm_metric_present\{.*\} 0$", text, re.M)
+
+
+def test_a_llamacpp_build_older_than_every_numbered_release_is_placed_by_its_names() -> None:
+    spec = registry.get("llamacpp")
+    text = exposition("llamacpp", body("llamacpp", "7841fc723"), "b4000-1a2b3c4")
+    assert 'engine="llamacpp",version="b4000",version_source="endpoint"} 1' in text  # what it said
+    assert "llm_kv_cache_usage_ratio{" in text  # the 7841fc723 mapping, told by its names
+    assert not re.search(r"^llm_metric_present\{.*\} 0$", text, re.M)
+    for said in ("b0-unknown", "b0-9f4a0c2", "11434", "b11434x", "version b11434"):
+        assert spec.version_build is not None and spec.version_build(said) is None, said
+
+
+def test_numbered_llamacpp_releases_are_in_build_order() -> None:
+    releases = registry.get("llamacpp").releases().releases
+    builds = [r.build for r in releases if r.build is not None]
+    assert len(builds) == 5 and builds == sorted(builds)
+    numbered = [r.version for r in releases if r.build is not None]
+    assert numbered == [r.version for r in releases[-5:]], "the numbered releases are the newest ones"

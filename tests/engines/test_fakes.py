@@ -40,6 +40,9 @@ def info(text: str) -> tuple[str, str, str]:
         ("trtllm", "1.1.0", "1.1.0", ("trtllm", "1.1.0", "endpoint")),  # unprefixed: found by its metrics path
         ("llamacpp", "0c1e57098", "b0-unknown", ("llamacpp", "0c1e57098", "inferred")),  # sdist builds say b0
         ("llamacpp", "7841fc723", "b0-unknown", ("llamacpp", "7841fc723", "inferred")),
+        # a release build says its build number: reported as said, placed in the table by that number
+        ("llamacpp", "0c1e57098", "b11434-9f4a0c2", ("llamacpp", "b11434", "endpoint")),
+        ("llamacpp", "e3546c794", "b9976-e3546c7", ("llamacpp", "b9976", "endpoint")),
         ("lmdeploy", "0.16.0", None, ("lmdeploy", "0.16.0", "inferred")),  # LMDeploy has no version endpoint
     ],
 )
