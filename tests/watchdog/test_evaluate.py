@@ -101,6 +101,12 @@ class _Store:
     def items(self) -> dict[str, model.Watched]:
         return self._items
 
+    def synced(self) -> bool:
+        return True
+
+    def available(self) -> bool:
+        return True
+
 
 def _store(transform: Callable[[dict[str, Any]], model.Watched | None], *objects: dict[str, Any]) -> _Store:
     return _Store({f"{o['metadata']['namespace']}/{o['metadata']['name']}": transform(o) or () for o in objects})
