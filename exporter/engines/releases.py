@@ -1,7 +1,7 @@
 """Which metric families each vLLM release exposes, derived from vLLM's own release sources.
 
 `data/vllm_metrics_by_version.json` (repository root) was read from the sdists of every release
-0.5.0 → 0.33.0; `derive()` condenses it to what the mapping needs and `exporter/engines/data/
+0.5.0 → 0.34.0; `derive()` condenses it to what the mapping needs and `exporter/engines/data/
 vllm_releases.json` is that condensed form (regenerate: `python -m exporter.engines.releases --write`;
 a test fails on drift). Only series the default engine exposes *without flags* count as expected:
 conditional series (LoRA, speculative decoding, KV connectors) and hidden ones are known but not expected.

@@ -57,7 +57,7 @@ def result(prom: str, expr: str, alert: bool = False) -> evaluate.Result:
             [
                 "vllm:gpu_cache_usage_perc: never present in the last 7d: vllm:gpu_cache_usage_perc was removed "
                 "in vLLM 0.12.0 (hidden behind --show-hidden-metrics-for-version from 0.11.2); its successor is "
-                "vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); the running vLLM is 0.12.0 to 0.33.0 "
+                "vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); the running vLLM is 0.12.0 to 0.34.0 "
                 "(inferred from its series)"
             ],
         ),
@@ -152,7 +152,7 @@ def test_cli_flags_a_scaledobject_on_a_renamed_metric_and_exits_1(
         "      sum(vllm:num_requests_waiting)",
         "      - vllm:num_requests_waiting: never present in the last 7d: vllm:num_requests_waiting is exposed by "
         "every vLLM release from 0.5.0 on: not scraped, or relabelled; its stable name is llm_requests_waiting; "
-        "the running vLLM is 0.12.0 to 0.33.0 (inferred from its series)",
+        "the running vLLM is 0.12.0 to 0.34.0 (inferred from its series)",
         "3 queries in 3 files: 2 ok, 1 empty, 0 errors, 0 empty as expected",
     ]
 

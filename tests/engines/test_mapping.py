@@ -204,3 +204,18 @@ def test_an_odd_le_value_is_escaped_not_copied() -> None:
     assert mapped.version_source == "inferred"
     (sample,) = mapped.samples[m.TIME_TO_FIRST_TOKEN]
     assert sample[1].endswith(',le="a\\"b"}')
+
+
+def test_vllm_0_34_0_renames_nothing_and_its_new_families_are_not_expected() -> None:
+    """0.34.0 adds request_render_duration_seconds (registered on first render) and two KV-offload tiering
+    families (only with the tiering connector): the mapping is 0.33.0's, and none of them is expected."""
+    releases = load()
+    new, old = (next(r for r in releases.releases if r.version == v) for v in ("0.34.0", "0.33.0"))
+    assert mapping.expected_sources(new) == mapping.expected_sources(old)
+    added = {
+        "vllm:request_render_duration_seconds",
+        "vllm:kv_offload_tiering_deferred_release_chunks",
+        "vllm:kv_offload_tiering_deferred_release_hold_seconds",
+    }
+    assert added <= releases.known and not added & new.expected
+    assert new.expected == old.expected
