@@ -31,6 +31,9 @@ class Engine:
     # a version answer that is a build number (llama.cpp's `b11434-9f4a0c2`): (label, build), placed in the
     # release table by Releases.by_build; None for an answer it does not read
     version_build: Callable[[str], tuple[str, int] | None] | None = None
+    # the flavour of release a body shows (vLLM's Rust frontend), whose own expected families then apply
+    # (Releases.flavoured); None for the default flavour
+    flavour: Callable[[str], str | None] | None = None
     notes: Mapping[MetricSpec, str] | None = None  # why a canonical metric is absent (documented per engine)
 
     @property

@@ -125,6 +125,8 @@ def map_body(
     families = parsed.families | {_family_of(name, wanted[name][1]) for name in parsed.samples if name in wanted}
     families |= {f + "_total" for f in parsed.families}  # some clients declare counters without `_total`
     release, version, version_source = choose_release(releases, version_text, families, engine)
+    if engine.flavour is not None and (flavour := engine.flavour(body)) is not None:
+        release = releases.flavoured(flavour, release)  # its own families: the others are not missing
     # a lazy engine's missing series are only news once it has served a request
     judge_missing = not engine.lazy_series or _active(parsed, engine)
     result = Mapped(version=version, version_source=version_source)

@@ -5,6 +5,8 @@
 vllm_releases.json` is that condensed form (regenerate: `python -m exporter.engines.releases --write`;
 a test fails on drift). Only series the default engine exposes *without flags* count as expected:
 conditional series (LoRA, speculative decoding, KV connectors) and hidden ones are known but not expected.
+The Rust frontend (0.33.0 on, `VLLM_USE_RUST_FRONTEND=1`) is a second flavour of the same releases, with its
+own expected families (`rust_frontend`): it lacks several that the Python frontend has.
 """
 
 from __future__ import annotations
@@ -49,6 +51,17 @@ class Release:
 class Releases:
     releases: tuple[Release, ...]  # oldest first
     known: frozenset[str]  # every family any release can expose (hidden and conditional included)
+    # (flavour, its releases oldest first): a second frontend of the same releases (vLLM's Rust frontend)
+    flavours: tuple[tuple[str, tuple[Release, ...]], ...] = ()
+
+    def flavoured(self, flavour: str, release: Release) -> Release:
+        """`release` as `flavour` serves it: that flavour's release of the same version (else the newest one
+        not newer, the oldest for anything older); `release` itself when the table has no such flavour."""
+        table = dict(self.flavours).get(flavour)
+        if not table:
+            return release
+        exact = [r for r in table if r.version == release.version]
+        return exact[0] if exact else Releases(table, self.known).at(release.key)
 
     def at(self, version: Version) -> Release:
         """The newest release not newer than `version` (the oldest for anything older, the newest beyond)."""
@@ -111,7 +124,17 @@ def derive(source: dict[str, Any]) -> dict[str, Any]:
         }
         | set(source["index"])
     )
-    return {"source": "data/vllm_metrics_by_version.json", "releases": releases, "known": known}
+    # the Rust frontend registers every family at start-up: each is served (its TYPE line) without flags
+    rust = {
+        version: sorted({m["name"] for m in metrics if m["name"].startswith("vllm:")})
+        for version, metrics in source.get("versions_rust_frontend", {}).items()
+    }
+    return {
+        "source": "data/vllm_metrics_by_version.json",
+        "releases": releases,
+        "known": known,
+        "rust_frontend": rust,
+    }
 
 
 def _hidden(metric: dict[str, Any], key: Version | None) -> bool:
@@ -124,13 +147,17 @@ def _hidden(metric: dict[str, Any], key: Version | None) -> bool:
 @cache
 def load() -> Releases:
     data = json.loads(resources.files("exporter.engines").joinpath("data/vllm_releases.json").read_text())
-    releases = tuple(
-        sorted(
-            (Release(v, parse_version(v) or (0,), frozenset(names)) for v, names in data["releases"].items()),
-            key=lambda r: r.key,
+
+    def table(releases: dict[str, list[str]]) -> tuple[Release, ...]:
+        return tuple(
+            sorted(
+                (Release(v, parse_version(v) or (0,), frozenset(names)) for v, names in releases.items()),
+                key=lambda r: r.key,
+            )
         )
-    )
-    return Releases(releases, frozenset(data["known"]))
+
+    rust = table(data["rust_frontend"])
+    return Releases(table(data["releases"]), frozenset(data["known"]), (("rust_frontend", rust),))
 
 
 def derived_file_main(

@@ -9,6 +9,11 @@ vLLM's renames release by release:
 - `gpu_prefix_cache_{queries,hits}` → `prefix_cache_{queries,hits}` (0.9.2);
 - labels: `model_name` → `model`, `engine` (data-parallel index, 0.8.3+) → `dp_rank`.
 V0's `gpu_prefix_cache_hit_rate` gauge (≤0.7.3) is a ratio, not a counter, so it maps to nothing.
+The Rust frontend (`VLLM_USE_RUST_FRONTEND=1`, 0.33.0 on) is the same release with another set of families
+(no `admission_rejections_total`, `mm_cache_*`, `kv_offload_*`, …): it always answers OpenMetrics 1.0 (`# TYPE`
+lines with the base name, ending in `# EOF`), whatever the scrape asks; the exporter asks for the text format,
+which the Python frontend serves, so a vLLM body ending in `# EOF` is the Rust frontend, and its own release
+table applies.
 """
 
 from __future__ import annotations
@@ -40,6 +45,13 @@ SOURCES: dict[MetricSpec, tuple[str, ...]] = {
 }
 
 LABEL_RENAMES = {"model_name": "model", "engine": "dp_rank"}
+RUST_FRONTEND = "rust_frontend"
+
+
+def frontend(body: str) -> str | None:
+    """RUST_FRONTEND for an OpenMetrics body (it ends in `# EOF`), None for the Python frontend's text format."""
+    return RUST_FRONTEND if body.rstrip().endswith("# EOF") else None
+
 
 SPEC = Engine(
     name=ENGINE,
@@ -49,4 +61,5 @@ SPEC = Engine(
     releases=load,
     version_path="/version",
     lazy_series=False,  # vLLM registers its families at start-up
+    flavour=frontend,
 )

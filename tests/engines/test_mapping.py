@@ -219,3 +219,39 @@ def test_vllm_0_34_0_renames_nothing_and_its_new_families_are_not_expected() -> 
     }
     assert added <= releases.known and not added & new.expected
     assert new.expected == old.expected
+
+
+def test_golden_0_34_0_rust_frontend() -> None:
+    """The Rust frontend's OpenMetrics body (base-name TYPE lines, `# EOF`) under its own release table: the
+    same canonical values as the Python frontend's body it was derived from, nothing missing, nothing unknown."""
+    rust = exposition(derived.body_rust_frontend("0.34.0"), "0.34.0")
+    check_golden("vllm-0.34.0-rust-frontend.prom", rust)
+    assert not re.search(r"^llm_metric_present\{.*\} 0$", rust, re.M)
+    assert 'llm_engine_unmapped_metrics{namespace="demo",pod="vllm-0",engine="vllm"} 0' in rust
+    python = exposition(recorded("0.32.0"), "0.34.0")
+    for name in ("llm_generation_tokens_total", "llm_prompt_tokens_total", "llm_time_to_first_token_seconds_count"):
+        assert samples_of(rust, name) == samples_of(python, name) != {}
+
+
+def test_the_rust_frontend_is_told_by_its_body_and_has_its_own_families() -> None:
+    assert vllm.frontend(derived.body_rust_frontend("0.34.0")) == vllm.RUST_FRONTEND
+    assert vllm.frontend(recorded("0.32.0")) is None  # the Python frontend's text format
+    releases = load()
+    python = next(r for r in releases.releases if r.version == "0.34.0")
+    rust = releases.flavoured(vllm.RUST_FRONTEND, python)
+    assert rust.version == "0.34.0" and rust is not python
+    lacking = {"vllm:admission_rejections_total", "vllm:mm_cache_hits_total", "vllm:mm_cache_queries_total"}
+    assert lacking <= python.expected and not lacking & rust.expected
+    assert not {n for n in rust.expected if n.startswith("vllm:kv_offload_")}
+    # 0.33.0's Rust frontend had neither cache_config_info nor engine_sleep_state yet; older: the oldest table
+    older = releases.flavoured(vllm.RUST_FRONTEND, next(r for r in releases.releases if r.version == "0.33.0"))
+    assert {"vllm:cache_config_info", "vllm:engine_sleep_state"} & older.expected == set()
+    assert releases.flavoured(vllm.RUST_FRONTEND, releases.releases[0]).version == "0.33.0"
+
+
+def test_a_family_the_rust_frontend_registers_is_still_missed_when_absent() -> None:
+    body = "\n".join(
+        line for line in derived.body_rust_frontend("0.34.0").splitlines() if "vllm:num_requests_running" not in line
+    )
+    text = exposition(body + "\n", "0.34.0")
+    assert re.search(r'^llm_metric_present\{.*source="vllm:num_requests_running".*\} 0$', text, re.M)
