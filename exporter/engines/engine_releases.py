@@ -7,13 +7,17 @@ engine_releases.json` is that condensed form (regenerate: `python -m exporter.en
 a test fails on drift). llama.cpp releases carry their build number where `data/llamacpp_builds.json` knows
 it, so that a release build's `/props` (`b11434-9f4a0c2`) is placed by number. Conditional series (SGLang's
 `enabled_when`: LoRA, hierarchical cache, …) are known but not expected. trtllm-serve is not in the source
-(its release boundaries are only inferred): see trtllm.py.
+(its release boundaries are only inferred): see trtllm.py. Producers that are no inference engine are kept
+beside them (`producers`: llm-d's endpoint picker per router release, with the renames its sources declare),
+for `check`'s history; `producer(name)` reads one.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -54,6 +58,48 @@ def _build_of(key: str, builds: dict[str, int]) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
+PRODUCERS = {"llmd_epp": "llmd_epp"}  # producers that are no inference engine (llm-d's endpoint picker): ours → key
+
+
+def _label_renames(old: list[str], new: list[str]) -> dict[str, str]:
+    """The one-for-one label swaps between a family and its successor (pod_name → endpoint_name)."""
+    if len(old) != len(new):
+        return {}
+    swaps = {a: b for a, b in zip(old, new, strict=True) if a != b}
+    return swaps if len(swaps) == 1 else {}
+
+
+def derive_producer(releases: dict[str, list[dict[str, Any]]], unreleased: dict[str, Any]) -> dict[str, Any]:
+    """A producer's table: the families of each release, every name known (unreleased builds' included), the
+    renames its sources declare ("[Deprecated: Use X]") or a subsystem rename implies, and their label swaps."""
+    labels: dict[str, list[str]] = {}
+    table = []
+    for version, metrics in releases.items():
+        table.append({"version": version, "expected": sorted({m["name"] for m in metrics})})
+        labels.update({m["name"]: m["labels"] for m in metrics})
+    released = set(labels)
+    for metrics in unreleased.values():
+        for m in metrics:
+            labels.setdefault(m["name"], m["labels"])
+    renamed = {
+        m["name"]: m["deprecated_for"]
+        for metrics in releases.values()
+        for m in metrics
+        if m.get("deprecated_for") in released
+    }
+    # llm_d_router_epp_* lived between releases only (see _meta): each is the llm_d_epp_* of the same suffix
+    for name in set(labels) - released:
+        if name.startswith("llm_d_router_epp_") and (new := "llm_d_epp_" + name[17:]) in released:
+            renamed[name] = new
+    swaps = {old: sw for old, new in renamed.items() if (sw := _label_renames(labels[old], labels[new]))}
+    return {
+        "releases": table,
+        "known": sorted(labels),
+        "renamed": dict(sorted(renamed.items())),
+        "label_renames": dict(sorted(swaps.items())),
+    }
+
+
 def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict[str, Any]:
     builds = _builds() if builds is None else builds
     engines: dict[str, Any] = {}
@@ -73,9 +119,13 @@ def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict
                 release["build"] = build
             releases.append(release)
         engines[ours] = {"releases": releases, "known": sorted(known)}
+    producers = {
+        ours: derive_producer(source[key], source.get(f"{key}_unreleased", {})) for ours, key in PRODUCERS.items()
+    }
     return {
         "source": "data/engine_metrics_by_version.json",
         "builds": "data/llamacpp_builds.json",
+        "producers": producers,
         "generated_from": source["_meta"]["generated_from"],
         "engines": engines,
     }
@@ -110,6 +160,25 @@ def load(engine: str) -> Releases:
         )
     )
     return Releases(releases, frozenset(table["known"]))
+
+
+@dataclass(frozen=True)
+class Producer:
+    """A producer that is no inference engine (llm-d's endpoint picker): its releases, and its renames."""
+
+    releases: Releases
+    renamed: Mapping[str, str]  # family → its successor
+    label_renames: Mapping[str, Mapping[str, str]]  # family → {label: the successor's label}
+
+
+@cache
+def producer(name: str) -> Producer:
+    data = json.loads(resources.files("exporter.engines").joinpath("data/engine_releases.json").read_text())
+    table = data["producers"][name]
+    releases = tuple(
+        Release(r["version"], parse_version(r["version"]) or (0,), frozenset(r["expected"])) for r in table["releases"]
+    )
+    return Producer(Releases(releases, frozenset(table["known"])), table["renamed"], table["label_renames"])
 
 
 def main(argv: list[str] | None = None) -> int:
