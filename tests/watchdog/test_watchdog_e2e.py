@@ -237,3 +237,88 @@ def test_a_failing_prometheus_counts_errors_and_metrics_stay_served(
     finally:
         proxy.shutdown()
         proxy.server_close()
+
+
+CORPUS = ROOT / "tests/fixtures/check_corpus"
+NEVER_RENAMED = 'avg(vllm:gpu_cache_usage_perc{job="vllm"})'  # an autoscaler written before vLLM 0.12
+
+
+def test_an_old_dashboards_stale_panels_leave_the_scaled_objects_diagnosis_in_the_log_and_the_alert(
+    kube_cluster: Cluster, tmp_path: Path
+) -> None:
+    """A cluster with one old dashboard (the EKS tutorial's V0-era vLLM dashboard: stale panels by the dozen)
+    and a ScaledObject on the old KV-cache name, against a vLLM 0.32.0 that never had it: the exporter's
+    rate-limited log holds the ScaledObject's diagnosis, and LLMAutoscalerQueryEmpty carries the successor."""
+    install_keda_crds(kube_cluster)
+    ns = kube_cluster.namespace("watchdog-old")
+    dashboard = (CORPUS / "production-stack-eks-vllm-dashboard.json").read_text(encoding="utf-8")
+    kube_cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "vllm-old", "namespace": ns, "labels": {"grafana_dashboard": "1"}},
+            "data": {"vllm.json": dashboard},
+        }
+    )
+    kube_cluster.apply(
+        {
+            "apiVersion": "keda.sh/v1alpha1",
+            "kind": "ScaledObject",
+            "metadata": {"name": "vllm", "namespace": ns},
+            "spec": {"scaleTargetRef": {"name": "vllm"}, "triggers": [trigger(NEVER_RENAMED)]},
+        }
+    )
+    body = recorded("0.32.0")
+    engine = Served(lambda path: (200, body) if path == "/metrics" else (404, ""))
+    webhook = Served()
+    fast = replace(DEFAULT, autoscaler_query_empty_for="5s", evaluation_interval="1s")
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(formats.rule_file(fast))
+    port = free_port()
+    exporter_url = f"http://127.0.0.1:{port}"
+    scrape = [static_job("vllm", [engine.url]), static_job("llm-exporter", [exporter_url])]
+    info = (
+        f'llm_query_successor_info{{kind="ScaledObject",namespace="{ns}",name="vllm",location="trigger 0",'
+        'renamed="vllm:gpu_cache_usage_perc",successor="vllm:kv_cache_usage_perc",'
+        'fix="avg(vllm:kv_cache_usage_perc{job=\\"vllm\\"})"} 1'
+    )
+    try:
+        with (
+            alertmanager(tmp_path / "am", f"{webhook.url}/hook") as am_url,
+            prometheus(tmp_path / "prom", scrape, rule_files=[rules], alertmanager_url=am_url) as prom_url,
+        ):
+            wait_for(lambda: bool(query(prom_url, "vllm:kv_cache_usage_perc")), 30, "the engine scraped")
+            with serve(tmp_path, "old", port, prom_url, kube_cluster.admin_kubeconfig) as proc:
+                wait_http(f"{exporter_url}/readyz", 60, proc)
+                wait_for(lambda: info in metrics(exporter_url), 60, "the successor of the ScaledObject's name")
+                stale = [
+                    line
+                    for line in metrics(exporter_url)
+                    if line.startswith(f'llm_query_empty{{kind="Dashboard",namespace="{ns}"') and line.endswith(" 1")
+                ]
+                assert len(stale) > 5, "more stale panels than a per-template limit lets through"
+
+                def paged() -> list[dict[str, Any]]:
+                    return [a for a in delivered(webhook) if a["labels"]["alertname"] == "LLMAutoscalerQueryEmpty"]
+
+                wait_for(lambda: bool(paged()), 60, "LLMAutoscalerQueryEmpty at the webhook")
+                (alert,) = paged()
+                labels = {k: alert["labels"].get(k) for k in ("name", "renamed", "successor")}
+                assert labels == {
+                    "name": "vllm",
+                    "renamed": "vllm:gpu_cache_usage_perc",
+                    "successor": "vllm:kv_cache_usage_perc",
+                }
+                assert (
+                    "vllm:gpu_cache_usage_perc is now vllm:kv_cache_usage_perc" in alert["annotations"]["description"]
+                )
+            log = [line for line in (tmp_path / "old.log").read_text().splitlines() if "returns nothing" in line]
+            scaled = [line for line in log if f"ScaledObject {ns}/vllm trigger 0" in line]
+            assert scaled and "fix: avg(vllm:kv_cache_usage_perc" in scaled[0], "the diagnosis that pages is logged"
+            assert log.index(scaled[0]) == 0, "and logged before any panel"
+            panels = [line for line in log if f"Dashboard {ns}/vllm-old" in line]
+            assert 0 < len(panels) <= 5 * 2, "the dashboard spends its own lines (5 a minute), not the others'"
+    finally:
+        engine.close()
+        webhook.close()
+        kube_cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
