@@ -77,6 +77,42 @@ POD_INFO = _g(
     "llm_gpu_pod_info", "The pod container a GPU is assigned to, value 1.", (*GPU, "namespace", "pod", "container")
 )
 
+# Faults (Ampere/Hopper row remapping, Volta page retirement, XIDs): counts that outlive the error's recovery.
+_c = partial(counter, subsystem="gpu", role="node")
+ECC_ERRORS = _c(
+    "llm_gpu_ecc_errors_total",
+    "DRAM ECC errors over the GPU's lifetime (NVML aggregate count, kept in the infoROM across driver reloads), "
+    "by type: corrected (single-bit) or uncorrected (double-bit). Absent where ECC is off or unsupported.",
+    (*GPU, "type"),
+)
+REMAPPED_ROWS = _g(
+    "llm_gpu_remapped_rows",
+    "DRAM rows remapped to spare rows (Ampere and newer), by the errors that caused it: correctable or uncorrectable.",
+    (*GPU, "state"),
+)
+ROW_REMAP_PENDING = _g(
+    "llm_gpu_row_remap_pending",
+    "1 when a row remapping waits for the next GPU reset to take effect; 0 when none does.",
+    GPU,
+)
+ROW_REMAP_FAILED = _g(
+    "llm_gpu_row_remap_failed",
+    "1 when a row remapping failed (no spare rows left in a bank): the GPU needs servicing; 0 otherwise.",
+    GPU,
+)
+RETIRED_PAGES = _g(
+    "llm_gpu_retired_pages",
+    "GPU memory pages retired (Volta and older; newer GPUs remap rows instead), by cause: "
+    "multiple_single_bit_ecc or double_bit_ecc.",
+    (*GPU, "cause"),
+)
+XID_ERRORS = _c(
+    "llm_gpu_xid_errors_total",
+    "Critical XID errors reported by the driver (NVML event nvmlEventTypeXidCriticalError) since the exporter "
+    "started, by XID number; a series appears at its first occurrence.",
+    (*GPU, "xid"),
+)
+
 METRICS: tuple[MetricSpec, ...] = (
     GPU_INFO,
     GPU_UP,
@@ -95,4 +131,10 @@ METRICS: tuple[MetricSpec, ...] = (
     FIELD_UNAVAILABLE,
     MIG_INFO,
     POD_INFO,
+    ECC_ERRORS,
+    REMAPPED_ROWS,
+    ROW_REMAP_PENDING,
+    ROW_REMAP_FAILED,
+    RETIRED_PAGES,
+    XID_ERRORS,
 )

@@ -23,6 +23,7 @@ from exporter.exposition import Family
 from exporter.gpu import render
 from exporter.gpu.gpm import GpmSampler
 from exporter.gpu.readings import GpuReader
+from exporter.gpu.xid import XidWatcher
 from exporter.sources.nvml import Nvml, NvmlError, NvmlErrorKind
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ class GpuCollector:
         node: str,
         required: bool = False,
         sampler: GpmSampler | None = None,
+        xid: XidWatcher | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._nvml = nvml
@@ -58,10 +60,14 @@ class GpuCollector:
         self._next_attempt = 0.0
         self._driver_version = ""
         self._devices: dict[str, str] = {}
+        # XID events wait in their own thread: a scrape reads its counts, never the event API
+        self._xid = xid if xid is not None else XidWatcher(nvml, ready=lambda: self._initialised)
 
     def start(self) -> None:
         """Load NVML and take the first GPM samples, so that the first scrape already has rates."""
-        if not self._ensure():
+        ensured = self._ensure()
+        self._xid.start()  # registers the GPUs once NVML is initialised
+        if not ensured:
             return
         try:
             self.collect()
@@ -82,13 +88,14 @@ class GpuCollector:
         devices = {r.uuid: r.gpu for r in readings if r.uuid}
         devices.update((m.uuid, m.gpu) for r in readings for m in r.migs)
         self._devices = devices  # replaced whole: readers in other threads see one scrape or the next
-        return render.families(readings, self._driver_version, self._node)
+        return render.families(readings, self._driver_version, self._node, self._xid.view())
 
     def devices(self) -> dict[str, str]:
         """UUID (GPU-… and MIG-…) → NVML index of the GPU, as of the last scrape."""
         return self._devices
 
     def close(self) -> None:
+        self._xid.close()
         with self._lock:
             self._sampler.close()
             if self._initialised:

@@ -13,7 +13,7 @@ from functools import partial
 from typing import TypeVar
 
 from exporter.gpu.bandwidth import peak_bytes_per_second
-from exporter.gpu.fields import GPM_FIELDS, MEMORY_FIELDS, Field
+from exporter.gpu.fields import GPM_FIELDS, MEMORY_FIELDS, REMAP_FIELDS, Field
 from exporter.gpu.gpm import GpmSampler, Readout
 from exporter.sources.nvml import Handle, Nvml, NvmlError, NvmlErrorKind
 
@@ -106,6 +106,7 @@ class GpuReader:
         _field(out, (Field.TEMPERATURE,), lambda: {Field.TEMPERATURE: float(_temperature(nvml, handle))})
         _field(out, (Field.ENERGY,), lambda: {Field.ENERGY: nvml.energy_millijoules(handle) / 1000.0})
         out[Field.BANDWIDTH_MAX] = static.peak_bandwidth
+        _faults(out, nvml, handle)
         gpm = static.gpm_supported
         # a driver without the GPM functions cannot offer GPM on any GPU: that is a clear "no"
         if isinstance(gpm, bool):
@@ -194,6 +195,29 @@ def _guard(read: Callable[[], T]) -> T | NvmlErrorKind:
         return exc.kind
     except ValueError:  # a zero clock or bus width: no honest peak to report
         return NvmlErrorKind.NOT_SUPPORTED
+
+
+def _faults(out: Readout, nvml: Nvml, handle: Handle) -> None:
+    """ECC counts, row remapping and retired pages of a physical GPU: each unsupported one is unavailable."""
+    _field(out, (Field.ECC_CORRECTED,), lambda: {Field.ECC_CORRECTED: nvml.ecc_errors(handle, uncorrected=False)})
+    _field(out, (Field.ECC_UNCORRECTED,), lambda: {Field.ECC_UNCORRECTED: nvml.ecc_errors(handle, uncorrected=True)})
+    _field(out, REMAP_FIELDS, lambda: _remapped_rows(nvml, handle))
+    for f, double_bit in ((Field.RETIRED_SINGLE_BIT, False), (Field.RETIRED_DOUBLE_BIT, True)):
+        _field(out, (f,), partial(_retired, nvml, handle, f, double_bit))
+
+
+def _remapped_rows(nvml: Nvml, handle: Handle) -> Readout:
+    rows = nvml.remapped_rows(handle)
+    return {
+        Field.REMAPPED_CORRECTABLE: rows.correctable,
+        Field.REMAPPED_UNCORRECTABLE: rows.uncorrectable,
+        Field.ROW_REMAP_PENDING: 1.0 if rows.pending else 0.0,
+        Field.ROW_REMAP_FAILED: 1.0 if rows.failure else 0.0,
+    }
+
+
+def _retired(nvml: Nvml, handle: Handle, f: Field, double_bit: bool) -> Readout:
+    return {f: nvml.retired_pages(handle, double_bit=double_bit)}
 
 
 def _split(out: Readout, values: dict[Field, float], errors: dict[Field, NvmlErrorKind]) -> None:

@@ -23,6 +23,14 @@ def main(scenario: str) -> None:
         return
     gpu.start()  # NVML init and the first GPM sample
     time.sleep(0.15)  # GPM needs samples more than 100 ms apart
+    events_file = os.environ.get("STUB_NVML_EVENTS_FILE")
+    if events_file:
+        with open(events_file, "a") as f:
+            f.write(os.environ["SCENARIO_XIDS"].replace(",", "\n") + "\n")  # the driver reports XIDs
+        wanted = int(os.environ["SCENARIO_XID_COUNTED"])
+        deadline = time.monotonic() + 20
+        while _xids_counted(render(gpu.collect())) < wanted and time.monotonic() < deadline:
+            time.sleep(0.05)
     print(f"--- {scenario}")
     print(render(gpu.collect()), end="")
     lost_file = os.environ.get("STUB_NVML_LOST_FILE")
@@ -33,6 +41,10 @@ def main(scenario: str) -> None:
         print(f"--- {scenario}_lost")
         print(render(gpu.collect()), end="")
     gpu.close()
+
+
+def _xids_counted(text: str) -> int:
+    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines() if line.startswith("llm_gpu_xid"))
 
 
 if __name__ == "__main__":

@@ -130,6 +130,9 @@ def test_older_driver_falls_back_to_v1_memory_and_legacy_temperature(clock: Cloc
         f'llm_gpu_field_unavailable{{{key},field="memory_reserved",reason="function_not_found"}} 1',
         f'llm_gpu_field_unavailable{{{key},field="memory_bandwidth_utilization",reason="function_not_found"}} 1',
         f'llm_gpu_field_unavailable{{{key},field="sm_occupancy",reason="function_not_found"}} 1',
+        # a Hopper GPU remaps rows and retires no pages, whatever the driver
+        f'llm_gpu_field_unavailable{{{key},field="retired_pages_multiple_single_bit_ecc",reason="not_supported"}} 1',
+        f'llm_gpu_field_unavailable{{{key},field="retired_pages_double_bit_ecc",reason="not_supported"}} 1',
     }
 
 

@@ -42,9 +42,24 @@ def run_scenario(name: str, lib_dir: Path | None, **stub: str) -> dict[str, str]
     return sections
 
 
-def test_current_driver_two_generations_mig_and_a_lost_gpu(stub_libs: dict[str, Path], tmp_path: Path) -> None:
-    # GPU 0: H100 (GPM), GPU 1: A100 (no GPM), GPU 2: H100 in MIG mode; then GPU 1 falls off the bus
-    out = run_scenario("full", stub_libs["full"], gpus="3", no_gpm="1", mig="2", lost_file=str(tmp_path / "lost"))
+def test_current_driver_four_gpu_kinds_xids_and_a_lost_gpu(stub_libs: dict[str, Path], tmp_path: Path) -> None:
+    # GPU 0: H100 (GPM), GPU 1: A100 (no GPM, a failed row remapping), GPU 2: H100 in MIG mode, GPU 3: V100 (no
+    # row remapping: retired pages instead; no XID events); XIDs 13, 13, 48 and 43 arrive through the event
+    # set (the one for GPU 3 is never delivered: it registered none); then GPU 1 falls off the bus
+    out = run_scenario(
+        "full",
+        stub_libs["full"],
+        gpus="4",
+        no_gpm="1",
+        mig="2",
+        volta="3",
+        no_events="3",
+        remap_failed="1",
+        events_file=str(tmp_path / "events"),
+        lost_file=str(tmp_path / "lost"),
+        scenario_xids="0 13,0 13,3 31,1 48,2 43",
+        scenario_xid_counted="4",
+    )
     assert list(out) == ["full", "full_lost"]
     assert_golden("stub_full.prom", out["full"])
     assert_golden("stub_full_lost.prom", out["full_lost"])
