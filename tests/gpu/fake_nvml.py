@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import queue
+import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,6 +85,7 @@ class FakeNvml:
         self.initialised = False
         self.events: queue.Queue[tuple[FakeGpu, int]] = queue.Queue()  # (GPU, XID) delivered on demand
         self.registered: list[FakeGpu] = []
+        self.hang = threading.Event()  # while set, nvmlEventSetWait does not return (a hung driver)
 
     def xid(self, gpu: FakeGpu, number: int) -> None:
         """The driver reports XID `number` on `gpu` (delivered to a set that registered it)."""
@@ -255,6 +258,8 @@ class FakeNvml:
 
     def event_set_wait(self, event_set: EventSet, timeout_ms: int) -> Event | None:
         self.calls["event_set_wait"] += 1
+        while self.hang.is_set():
+            time.sleep(0.01)
         if self.count_error is not None:
             raise NvmlError(self.count_error, "nvmlEventSetWait")
         try:
