@@ -113,6 +113,29 @@ XID_ERRORS = _c(
     (*GPU, "xid"),
 )
 
+# Per-process memory joined to pods (exporter/gpu/processes.py).
+POD = ("namespace", "pod", "container")
+POD_MEMORY_USED = _g(
+    "llm_gpu_pod_memory_used_bytes",
+    "GPU memory held by the processes of a container that the kubelet assigned this device (a GPU or MIG "
+    "instance); each pod on a shared GPU counts its own processes, never the device total.",
+    (*GPU, *POD),
+    unit="bytes",
+)
+UNATTRIBUTED_MEMORY = _g(
+    "llm_gpu_unattributed_memory_bytes",
+    "GPU memory held by processes that belong to no container the kubelet assigned this device: host jobs, "
+    "processes of deleted pods, debug containers, pods using GPUs they did not request.",
+    GPU,
+    unit="bytes",
+)
+ALLOCATED_IDLE = _g(
+    "llm_gpu_allocated_idle",
+    "1 when the container assigned this device has had no process on it, or the device's utilisation stayed "
+    "below gpu.allocated_idle_utilization, for gpu.allocated_idle_seconds; 0 otherwise.",
+    (*GPU, *POD),
+)
+
 METRICS: tuple[MetricSpec, ...] = (
     GPU_INFO,
     GPU_UP,
@@ -137,4 +160,7 @@ METRICS: tuple[MetricSpec, ...] = (
     ROW_REMAP_FAILED,
     RETIRED_PAGES,
     XID_ERRORS,
+    POD_MEMORY_USED,
+    UNATTRIBUTED_MEMORY,
+    ALLOCATED_IDLE,
 )

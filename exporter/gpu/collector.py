@@ -16,15 +16,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from exporter.collect import Collector, CollectorUnavailable
 from exporter.config import Gpu
 from exporter.exposition import Family
 from exporter.gpu import render
+from exporter.gpu.fields import Field
 from exporter.gpu.gpm import GpmSampler
+from exporter.gpu.processes import ProcessAttribution
 from exporter.gpu.readings import GpuReader
 from exporter.gpu.xid import XidWatcher
 from exporter.sources.nvml import Nvml, NvmlError, NvmlErrorKind
+
+if TYPE_CHECKING:
+    from exporter.gpu.readings import DeviceReading
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +52,7 @@ class GpuCollector:
         required: bool = False,
         sampler: GpmSampler | None = None,
         xid: XidWatcher | None = None,
+        attribution: ProcessAttribution | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._nvml = nvml
@@ -62,10 +69,13 @@ class GpuCollector:
         self._devices: dict[str, str] = {}
         # XID events wait in their own thread: a scrape reads its counts, never the event API
         self._xid = xid if xid is not None else XidWatcher(nvml, ready=lambda: self._initialised)
+        self._attribution = attribution  # per-pod memory: None where no pod source is configured
 
     def start(self) -> None:
         """Load NVML and take the first GPM samples, so that the first scrape already has rates."""
         ensured = self._ensure()
+        if self._attribution is not None:
+            self._attribution.start()
         self._xid.start()  # registers the GPUs once NVML is initialised
         if not ensured:
             return
@@ -88,7 +98,21 @@ class GpuCollector:
         devices = {r.uuid: r.gpu for r in readings if r.uuid}
         devices.update((m.uuid, m.gpu) for r in readings for m in r.migs)
         self._devices = devices  # replaced whole: readers in other threads see one scrape or the next
-        return render.families(readings, self._driver_version, self._node, self._xid.view())
+        pods = self._pod_families(readings)
+        return [*render.families(readings, self._driver_version, self._node, self._xid.view()), *pods]
+
+    def _pod_families(self, readings: list[DeviceReading]) -> list[Family]:
+        """Per-pod and unattributed memory; a failure here degrades only these (field pod_memory)."""
+        if self._attribution is None:
+            return []
+        try:
+            return self._attribution.families(self._node, readings)
+        except Exception:
+            log.exception("GPU memory attribution failed")
+            for r in readings:
+                if r.up:
+                    r.errors[Field.POD_MEMORY] = NvmlErrorKind.ERROR
+            return []
 
     def devices(self) -> dict[str, str]:
         """UUID (GPU-… and MIG-…) → NVML index of the GPU, as of the last scrape."""
@@ -96,6 +120,8 @@ class GpuCollector:
 
     def close(self) -> None:
         self._xid.close()
+        if self._attribution is not None:
+            self._attribution.close()
         with self._lock:
             self._sampler.close()
             if self._initialised:
@@ -147,21 +173,32 @@ class GpuCollector:
             return True
 
 
-def build_gpu_collectors(config: Gpu) -> list[Collector]:
+def build_gpu_collectors(config: Gpu, kubeconfig: str | None = None) -> list[Collector]:
     """The node role's GPU collectors: NVML readings, and pod attribution from the kubelet."""
     if config.enabled == "false":
         return []
+    from functools import partial
+
+    from exporter.gpu.nodepods import NodePods
     from exporter.gpu.pods import GpuPodsCollector
     from exporter.sources.host import node_name
     from exporter.sources.nvml import PynvmlSource
     from exporter.sources.podresources import PodResourcesClient
+    from exporter.sources.proc import read_cgroup
 
     node = node_name()
-    gpu = GpuCollector(PynvmlSource(), node=node, required=config.enabled == "true")
     pods = GpuPodsCollector(
         PodResourcesClient(config.pod_resources_socket),
         node=node,
-        devices=gpu.devices,
+        devices=lambda: gpu.devices(),  # noqa: PLW0108 - `gpu` is bound below (it needs the assignments)
         refresh_seconds=config.pod_resources_refresh_seconds,
     )
+    attribution = ProcessAttribution(
+        directory=NodePods(node, kubeconfig),
+        assignments=pods.assignments,
+        cgroup_of=partial(read_cgroup, config.proc_root),
+        idle_after_seconds=config.allocated_idle_seconds,
+        idle_utilization=config.allocated_idle_utilization,
+    )
+    gpu = GpuCollector(PynvmlSource(), node=node, required=config.enabled == "true", attribution=attribution)
     return [gpu, pods]

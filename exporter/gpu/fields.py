@@ -30,6 +30,8 @@ class Field(enum.StrEnum):
     ROW_REMAP_FAILED = "row_remap_failed"
     RETIRED_SINGLE_BIT = "retired_pages_multiple_single_bit_ecc"
     RETIRED_DOUBLE_BIT = "retired_pages_double_bit_ecc"
+    POD_MEMORY = "pod_memory"  # per-pod and unattributed memory: needs this node's pods and PodResources
+    PROCESSES = "processes"  # the compute process list, for per-pod memory (exporter/gpu/processes.py)
     XID_ERRORS = "xid_errors"  # counted by the event thread (exporter/gpu/xid.py); only its absence is a field
     DEVICE = "device"  # the device itself (handle or UUID): the GPU is down, see llm_gpu_up
 

@@ -15,7 +15,7 @@ from typing import TypeVar
 from exporter.gpu.bandwidth import peak_bytes_per_second
 from exporter.gpu.fields import GPM_FIELDS, MEMORY_FIELDS, REMAP_FIELDS, Field
 from exporter.gpu.gpm import GpmSampler, Readout
-from exporter.sources.nvml import Handle, Nvml, NvmlError, NvmlErrorKind
+from exporter.sources.nvml import Handle, Nvml, NvmlError, NvmlErrorKind, Process
 
 T = TypeVar("T")
 
@@ -34,6 +34,7 @@ class MigReading:
     compute_instance_id: int
     values: dict[Field, float] = field(default_factory=dict)
     errors: dict[Field, NvmlErrorKind] = field(default_factory=dict)
+    processes: list[Process] | None = None  # None: unreadable (the reason is in errors)
 
 
 @dataclass
@@ -49,6 +50,8 @@ class DeviceReading:
     values: dict[Field, float] = field(default_factory=dict)
     errors: dict[Field, NvmlErrorKind] = field(default_factory=dict)
     migs: list[MigReading] = field(default_factory=list)
+    # compute processes; None when unreadable (reason in errors) or in MIG mode (each instance has its own)
+    processes: list[Process] | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,8 @@ class GpuReader:
         reading.mig_mode = self._mig_mode(handle)
         if reading.mig_mode == "enabled":
             reading.migs = self._read_migs(gpu, uuid, handle)
+        else:
+            reading.processes = _processes(nvml, handle, reading.errors)
         _split(out, reading.values, reading.errors)
         return reading
 
@@ -171,6 +176,7 @@ class GpuReader:
             _field(out, MEMORY_FIELDS, partial(_memory, nvml, handle))
             take = partial(nvml.gpm_mig_sample_get, parent, gi)
             _field(out, GPM_FIELDS, partial(self._sampler.read, uuid, take))
+            mig.processes = _processes(nvml, handle, mig.errors)
             _split(out, mig.values, mig.errors)
             migs.append(mig)
         return migs
@@ -204,6 +210,16 @@ def _faults(out: Readout, nvml: Nvml, handle: Handle) -> None:
     _field(out, REMAP_FIELDS, lambda: _remapped_rows(nvml, handle))
     for f, double_bit in ((Field.RETIRED_SINGLE_BIT, False), (Field.RETIRED_DOUBLE_BIT, True)):
         _field(out, (f,), partial(_retired, nvml, handle, f, double_bit))
+
+
+def _processes(nvml: Nvml, handle: Handle, errors: dict[Field, NvmlErrorKind]) -> list[Process] | None:
+    try:
+        return nvml.compute_processes(handle)
+    except NvmlError as exc:
+        if exc.kind is NvmlErrorKind.GPU_LOST:
+            raise _GpuLostError from exc
+        errors[Field.PROCESSES] = exc.kind
+        return None
 
 
 def _remapped_rows(nvml: Nvml, handle: Handle) -> Readout:

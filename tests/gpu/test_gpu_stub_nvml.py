@@ -68,6 +68,25 @@ def test_current_driver_four_gpu_kinds_xids_and_a_lost_gpu(stub_libs: dict[str, 
     assert {line for line in before ^ after if gpu1 not in line} == set()  # only GPU 1 changed
 
 
+def test_compute_processes_through_the_bindings_joined_to_pods(stub_libs: dict[str, Path], tmp_path: Path) -> None:
+    from tests.gpu.test_gpu_processes import CID_A, CID_B, CID_C, UID_A, UID_B, UID_C, write_proc
+    from tests.gpu.test_gpu_processes import v1_cgroupfs_besteffort as v1
+    from tests.gpu.test_gpu_processes import v2_systemd_burstable as v2
+    from tests.gpu.test_gpu_processes import v2_systemd_guaranteed_crio as v2_crio
+
+    proc = tmp_path / "proc"
+    for pid, cgroup in ((101, v2(UID_A, CID_A)), (102, v2_crio(UID_B, CID_B)), (107, v1(UID_C, CID_C))):
+        write_proc(proc, pid, cgroup)
+    write_proc(proc, 104, "0::/system.slice/slurmd.service\n")
+    procs = tmp_path / "procs"
+    gib = 1 << 30
+    procs.write_text(f"0 101 {20 * gib}\n0 102 {30 * gib}\n0 104 {2 * gib}\n2 107 {5 * gib} 1\n2 104 {gib} 2\n")
+    out = run_scenario(
+        "attribution", stub_libs["full"], gpus="3", mig="2", procs_file=str(procs), scenario_proc_root=str(proc)
+    )
+    assert_golden("stub_attribution.prom", out["attribution"])
+
+
 def test_older_driver_without_v2_memory_temperature_v_and_gpm(stub_libs: dict[str, Path]) -> None:
     out = run_scenario("old_driver", stub_libs["old"], gpus="2")
     assert_golden("stub_old_driver.prom", out["old_driver"])
