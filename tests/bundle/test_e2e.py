@@ -72,7 +72,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             cluster = stack.enter_context(start_cluster(tmp / "kube"))
             two_two_one_one(cluster)
             gpus = stack.enter_context(gpu_node(tmp, "gpu-0", assigned))
-            node_proc, node_url = serve(tmp, "node", "node", node_cfg | {"gpu": gpus.gpu}, env=gpus.env)
+            # the node role's pod watch (GPU memory per pod) on the same API server
+            node_cfg_gpu = node_cfg | {"gpu": gpus.gpu}
+            node_proc, node_url = serve(tmp, "node", "node", node_cfg_gpu, str(cluster.admin_kubeconfig), gpus.env)
             cluster_proc, cluster_url = serve(tmp, "cluster", "cluster", {}, str(cluster.admin_kubeconfig))
             np, cp = stack.enter_context(node_proc), stack.enter_context(cluster_proc)
             wait_ready(f"{node_url}/readyz", proc=np)
