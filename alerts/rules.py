@@ -404,15 +404,20 @@ def _alerts(t: Thresholds) -> list[Alert]:
 
 GPU_HEALTH = "llm-inference.gpu-health"
 _PODS_ON_IT = (
-    "{{ if $labels.pod }}Pod {{ $labels.namespace }}/{{ $labels.pod }} (container {{ $labels.container }}) "
-    "runs on it.{{ else }}No pod is assigned this GPU.{{ end }}"
+    "{{ if $labels.pod }}Pod {{ $labels.namespace }}/{{ $labels.pod }} (container {{ $labels.container }}"
+    "{{ if $labels.model }}, model {{ $labels.model }}{{ end }}) runs on it.{{ else }}No pod is assigned this "
+    "GPU.{{ end }}"
 )
 
 
 def _naming_pods(expr: str, on: str, keep: str = "") -> str:
     """`expr` (one series per `on` key) once per pod container on that GPU, with its namespace, pod and
-    container; alone for a GPU no pod holds. A MIG instance's pods name their parent GPU's index (gpu)."""
-    return f"((llm_gpu_pod_info * on ({on}) group_left ({keep}) ({expr})) or on ({on}) ({expr}))"
+    container, and the model the pod serves where its engine reports one; alone for a GPU no pod holds. A MIG
+    instance's pods name their parent GPU's index (gpu)."""
+    per_pod = f"llm_gpu_pod_info * on ({on}) group_left ({keep}) ({expr})"
+    model = "topk by (namespace, pod) (1, group by (namespace, pod, model) (llm_requests_running))"
+    with_model = f"({per_pod}) * on (namespace, pod) group_left (model) {model}"
+    return f"(({with_model}) or on ({on}, namespace, pod) ({per_pod}) or on ({on}) ({expr}))"
 
 
 def _recent_xids(t: Thresholds, matcher: str) -> str:
