@@ -295,8 +295,18 @@ class PynvmlSource:
         return len(self._call(n.nvmlDeviceGetRetiredPages, handle, cause))
 
     def compute_processes(self, handle: Handle) -> list[Process]:
-        procs = self._call(self._nvml.nvmlDeviceGetComputeRunningProcesses, handle)
-        return [Process(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory)) for p in procs]
+        """Compute processes and MPS clients (under MPS the plain list holds only the MPS server), by PID."""
+        n = self._nvml
+        procs = list(self._call(n.nvmlDeviceGetComputeRunningProcesses, handle))
+        try:
+            procs += self._call(n.nvmlDeviceGetMPSComputeRunningProcesses, handle)
+        except NvmlError as exc:
+            if exc.kind not in (NvmlErrorKind.NOT_SUPPORTED, NvmlErrorKind.FUNCTION_NOT_FOUND):
+                raise
+        out: dict[int, Process] = {}
+        for p in procs:
+            out.setdefault(int(p.pid), Process(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory)))
+        return list(out.values())
 
     def supported_event_types(self, handle: Handle) -> int:
         return int(self._call(self._nvml.nvmlDeviceGetSupportedEventTypes, handle))

@@ -80,9 +80,17 @@ def test_compute_processes_through_the_bindings_joined_to_pods(stub_libs: dict[s
     write_proc(proc, 104, "0::/system.slice/slurmd.service\n")
     procs = tmp_path / "procs"
     gib = 1 << 30
-    procs.write_text(f"0 101 {20 * gib}\n0 102 {30 * gib}\n0 104 {2 * gib}\n2 107 {5 * gib} 1\n2 104 {gib} 2\n")
+    procs.write_text(f"0 101 {20 * gib}\n0 104 {2 * gib}\n2 107 {5 * gib} 1\n2 104 {gib} 2\n")
+    mps = tmp_path / "mps-procs"  # qwen-0 is an MPS client on GPU 0: NVML lists it apart
+    mps.write_text(f"0 102 {30 * gib}\n")
     out = run_scenario(
-        "attribution", stub_libs["full"], gpus="3", mig="2", procs_file=str(procs), scenario_proc_root=str(proc)
+        "attribution",
+        stub_libs["full"],
+        gpus="3",
+        mig="2",
+        procs_file=str(procs),
+        mps_procs_file=str(mps),
+        scenario_proc_root=str(proc),
     )
     assert_golden("stub_attribution.prom", out["attribution"])
 

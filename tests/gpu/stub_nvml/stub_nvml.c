@@ -15,6 +15,7 @@
  *                        order, by nvmlEventSetWait to a set that registered that GPU (events on demand)
  *   STUB_NVML_PROCS_FILE lines "<gpu index> <pid> <bytes> [<gpu instance id>]": the compute processes (read
  *                        at every call; a line with a GPU instance id belongs to that MIG instance)
+ *   STUB_NVML_MPS_PROCS_FILE the same for MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3)
  *   STUB_NVML_GPM_MIN_INTERVAL_NS  shortest accepted GPM sample interval (default 100 ms, as NVML; benchmarks
  *                        lower it to time the GPM path at every call)
  * Built with -DSTUB_OLD_DRIVER it lacks the functions older drivers lack: nvmlDeviceGetMemoryInfo_v2,
@@ -47,7 +48,7 @@ static device_t migs[MAX_GPUS][2];
 static int n_gpus, initialised, mig_index = -1;
 static int no_gpm[MAX_GPUS], volta[MAX_GPUS], no_events[MAX_GPUS];
 static int remap_failed = -1;
-static const char *lost_file, *block_file, *events_file, *procs_file;
+static const char *lost_file, *block_file, *events_file, *procs_file, *mps_procs_file;
 static long long gpm_min_interval_ns = 100000000LL;
 
 static int lost(const device_t *d) {
@@ -96,6 +97,7 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     remap_failed = rf ? atoi(rf) : -1;
     events_file = getenv("STUB_NVML_EVENTS_FILE");
     procs_file = getenv("STUB_NVML_PROCS_FILE");
+    mps_procs_file = getenv("STUB_NVML_MPS_PROCS_FILE");
     lost_file = getenv("STUB_NVML_LOST_FILE");
     block_file = getenv("STUB_NVML_BLOCK_FILE");
     const char *gpm_min = getenv("STUB_NVML_GPM_MIN_INTERVAL_NS");
@@ -375,12 +377,12 @@ nvmlReturn_t nvmlDeviceGetRetiredPages(device_t *d, int cause, unsigned int *cou
 #ifndef STUB_OLD_DRIVER
 typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gpuInstanceId, computeInstanceId; } process_t;
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(device_t *d, unsigned int *count, process_t *infos) {
+static nvmlReturn_t processes_of(const char *file, device_t *d, unsigned int *count, process_t *infos) {
     CHECK(d);
     if (!d->is_mig && d->index == mig_index) return NO_PERMISSION; /* all instances' processes: privileged */
     process_t found[64];
     unsigned int n = 0;
-    FILE *f = procs_file ? fopen(procs_file, "r") : NULL;
+    FILE *f = file ? fopen(file, "r") : NULL;
     char line[256];
     while (f && n < 64 && fgets(line, sizeof line, f)) {
         int index = -1, gi = -1;
@@ -396,6 +398,14 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(device_t *d, unsigned int *
     memcpy(infos, found, n * sizeof *found);
     *count = n;
     return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(device_t *d, unsigned int *count, process_t *infos) {
+    return processes_of(procs_file, d, count, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(device_t *d, unsigned int *count, process_t *infos) {
+    return processes_of(mps_procs_file, d, count, infos);
 }
 #endif
 
