@@ -73,6 +73,9 @@ class GpuReader:
         self._sampler = sampler
         self._static: dict[str, _Static] = {}
         self._uuid_by_index: dict[int, str] = {}  # to label a GPU that is lost after it was first seen
+        # row remapping (Ampere on) and page retirement (Volta and older) are the GPU architecture's: an
+        # unsupported answer stands for the GPU's life, and is not asked again at every scrape
+        self._architecture: dict[str, dict[Field, NvmlErrorKind]] = {}
 
     def read_all(self) -> list[DeviceReading]:
         readings = [self.read_device(i) for i in range(self._nvml.device_count())]
@@ -109,7 +112,7 @@ class GpuReader:
         _field(out, (Field.TEMPERATURE,), lambda: {Field.TEMPERATURE: float(_temperature(nvml, handle))})
         _field(out, (Field.ENERGY,), lambda: {Field.ENERGY: nvml.energy_millijoules(handle) / 1000.0})
         out[Field.BANDWIDTH_MAX] = static.peak_bandwidth
-        _faults(out, nvml, handle)
+        _faults(out, nvml, handle, self._architecture.setdefault(uuid, {}))
         gpm = static.gpm_supported
         # a driver without the GPM functions cannot offer GPM on any GPU: that is a clear "no"
         if isinstance(gpm, bool):
@@ -203,13 +206,26 @@ def _guard(read: Callable[[], T]) -> T | NvmlErrorKind:
         return NvmlErrorKind.NOT_SUPPORTED
 
 
-def _faults(out: Readout, nvml: Nvml, handle: Handle) -> None:
-    """ECC counts, row remapping and retired pages of a physical GPU: each unsupported one is unavailable."""
+def _faults(out: Readout, nvml: Nvml, handle: Handle, unsupported: dict[Field, NvmlErrorKind]) -> None:
+    """ECC counts, row remapping and retired pages of a physical GPU: each unsupported one is unavailable.
+    `unsupported`: this GPU's architecture-bound answers so far, kept by the caller."""
     _field(out, (Field.ECC_CORRECTED,), lambda: {Field.ECC_CORRECTED: nvml.ecc_errors(handle, uncorrected=False)})
     _field(out, (Field.ECC_UNCORRECTED,), lambda: {Field.ECC_UNCORRECTED: nvml.ecc_errors(handle, uncorrected=True)})
-    _field(out, REMAP_FIELDS, lambda: _remapped_rows(nvml, handle))
-    for f, double_bit in ((Field.RETIRED_SINGLE_BIT, False), (Field.RETIRED_DOUBLE_BIT, True)):
-        _field(out, (f,), partial(_retired, nvml, handle, f, double_bit))
+    groups: list[tuple[tuple[Field, ...], Callable[[], Readout]]] = [
+        (REMAP_FIELDS, lambda: _remapped_rows(nvml, handle)),
+        *(
+            ((f,), partial(_retired, nvml, handle, f, double_bit))
+            for f, double_bit in ((Field.RETIRED_SINGLE_BIT, False), (Field.RETIRED_DOUBLE_BIT, True))
+        ),
+    ]
+    for fields, read in groups:
+        if fields[0] in unsupported:
+            out.update((f, unsupported[f]) for f in fields)
+            continue
+        _field(out, fields, read)
+        kind = out[fields[0]]
+        if isinstance(kind, NvmlErrorKind) and kind in (NvmlErrorKind.NOT_SUPPORTED, NvmlErrorKind.FUNCTION_NOT_FOUND):
+            unsupported.update(dict.fromkeys(fields, kind))
 
 
 def _processes(nvml: Nvml, handle: Handle, errors: dict[Field, NvmlErrorKind]) -> list[Process] | None:
