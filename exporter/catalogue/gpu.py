@@ -64,7 +64,8 @@ GPM_SUPPORTED = _g(
 FIELD_UNAVAILABLE = _g(
     "llm_gpu_field_unavailable",
     "1 for each GPU reading that NVML could not give in this scrape, by field and reason (not_supported, "
-    "function_not_found, no_permission, error); that field's series is absent, never a fake 0.",
+    "function_not_found, no_permission, timeout, unavailable, error; gpu_lost for field device); that field's "
+    "series is absent, never a fake 0.",
     (*GPU, "field", "reason"),
 )
 MIG_INFO = _g(
