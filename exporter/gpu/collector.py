@@ -7,6 +7,10 @@ rest of the exporter works. With `gpu.enabled: true` the GPUs are expected, so t
 retried at most once per `INIT_RETRY_SECONDS`: a containerised driver can come up after the exporter.
 NVML lost mid-run (the driver unloaded or upgraded under a running exporter) is the same state: the
 collector drops its handles and samples, and loads NVML again.
+
+XID events are waited for in a thread of their own (exporter/gpu/xid.py); a scrape reads its counts. Per-pod
+and unattributed memory (exporter/gpu/processes.py) are rendered from the same scrape's process lists; a
+failure there degrades only those series.
 """
 
 from __future__ import annotations
@@ -107,8 +111,8 @@ class GpuCollector:
             return []
         try:
             return self._attribution.families(self._node, readings)
-        except Exception:
-            log.exception("GPU memory attribution failed")
+        except Exception:  # noqa: BLE001 - any failure of the join: the GPU series still flow
+            log.warning("GPU memory attribution failed", exc_info=True)
             for r in readings:
                 if r.up:
                     r.errors[Field.POD_MEMORY] = NvmlErrorKind.ERROR

@@ -168,12 +168,17 @@ def proc_root(tmp_path: Path) -> Path:
 
 
 def build(
-    nvml: FakeNvml, clock: Clock, kubelet: FakeKubelet, proc_root: Path, pods: list[PodNames] | None
+    nvml: FakeNvml,
+    clock: Clock,
+    kubelet: FakeKubelet,
+    proc_root: Path,
+    pods: list[PodNames] | None,
+    directory: StaticPods | None = None,
 ) -> tuple[GpuCollector, GpuPodsCollector]:
     lister = GpuPodsCollector(PodResourcesClient(kubelet.socket_path), node=NODE, devices=dict, clock=clock)
     lister.refresh()
     attribution = ProcessAttribution(
-        directory=StaticPods(pods),
+        directory=directory or StaticPods(pods),
         assignments=lister.assignments,
         cgroup_of=lambda pid: read_cgroup(str(proc_root), pid),
         idle_after_seconds=600,
@@ -272,4 +277,24 @@ def test_a_gpu_whose_processes_cannot_be_listed_reports_the_field_and_no_pod_ser
     assert (
         f'llm_gpu_field_unavailable{{node="{NODE}",gpu="1",uuid="{UUID1}",field="processes",reason="no_permission"}} 1'
     ) in render(collector.collect())
+    collector.close()
+
+
+class BrokenPods(StaticPods):
+    def pods(self) -> list[PodNames] | None:
+        raise RuntimeError("watch cache corrupt")
+
+
+def test_a_failing_attribution_degrades_only_the_pod_series(
+    clock: Clock, kubelet: FakeKubelet, proc_root: Path
+) -> None:
+    gpus = two_gpus()
+    gpus[0].processes = [Process(101, 20 * GIB)]
+    collector, _ = build(FakeNvml(gpus), clock, kubelet, proc_root, None, BrokenPods(None))
+    text = render(collector.collect())
+    assert f'llm_gpu_memory_used_bytes{{node="{NODE}",gpu="0",uuid="{UUID0}"}}' in text  # the GPU series flow
+    assert pod_lines(collector) == [
+        f'llm_gpu_field_unavailable{{node="{NODE}",gpu="{i}",uuid="{u}",field="pod_memory",reason="error"}} 1'
+        for i, u in enumerate((UUID0, UUID1))
+    ]
     collector.close()
