@@ -111,7 +111,7 @@ class GpuCollector:
             return []
         try:
             return self._attribution.families(self._node, readings)
-        except Exception:  # noqa: BLE001 - any failure of the join: the GPU series still flow
+        except Exception:  # any failure of the join: the GPU series still flow
             log.warning("GPU memory attribution failed", exc_info=True)
             for r in readings:
                 if r.up:
