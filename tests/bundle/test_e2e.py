@@ -155,3 +155,22 @@ def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> 
         "llm_engine_info)"
     ]
     assert checker.check(Query("keda.yaml", "new name", "avg(vllm:kv_cache_usage_perc)")).status == "ok"
+
+
+def test_an_xid_alert_names_the_pod_and_model_on_its_gpu(stack: dict[str, Any]) -> None:
+    # the stub driver reports XID 13 on GPU 0, which the kubelet assigned to demo/vllm-0 (serving "tiny")
+    webhook = stack["webhook"]
+    wait_for(lambda: "LLMGPUXidWarning" in delivered(webhook), 60, "LLMGPUXidWarning at the webhook")
+    alert = delivered(webhook)["LLMGPUXidWarning"]
+    labels = {k: alert["labels"].get(k) for k in ("severity", "node", "gpu", "xid", "namespace", "pod", "model")}
+    assert labels == {
+        "severity": "warning",
+        "node": "gpu-0",
+        "gpu": "0",
+        "xid": "13",
+        "namespace": "demo",
+        "pod": "vllm-0",
+        "model": "tiny",
+    }
+    assert alert["annotations"]["summary"] == "GPU 0 on gpu-0 reported XID 13 (1 in 10m)."
+    assert "Pod demo/vllm-0 (container vllm, model tiny) runs on it." in alert["annotations"]["description"]
