@@ -99,6 +99,15 @@ class Thresholds:
     selector: str = f'job="{EXPORTER_JOB}"'
     runbook_url: str = RUNBOOK_URL
     evaluation_interval: str = "30s"  # of every rule group
+    # GPU health and waste: XIDs counted in this window; the XIDs that page (NVIDIA's table: reset the GPU,
+    # drain the node, or RMA), the others warn; memory of no pod; GPUs Kubernetes no longer offers
+    gpu_xid_window: str = "10m"
+    gpu_xid_critical: tuple[int, ...] = (48, 61, 62, 64, 74, 79, 95, 119, 120)
+    gpu_row_remap_failed_for: str = "1m"
+    gpu_unhealthy_for: str = "10m"
+    gpu_unattributed_memory_bytes: float = 1 << 30
+    gpu_unattributed_memory_for: str = "15m"
+    gpu_allocated_idle_for: str = "5m"  # on top of the exporter's gpu.allocated_idle_seconds
 
 
 DEFAULT = Thresholds()

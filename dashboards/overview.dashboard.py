@@ -263,6 +263,68 @@ engine = Row(
     ],
 )
 
+# --- GPU health and waste: faults that page, memory of no pod, idle assignments --------------------------
+GPU_HEALTH_PANELS = [
+    timeseries(
+        "XID and ECC errors",
+        [
+            Query(
+                f"sum by (node, gpu, xid) (increase({selector('llm_gpu_xid_errors_total', NODE)}[$__rate_interval]))",
+                "XID {{xid}} {{node}} gpu {{gpu}}",
+            ),
+            Query(
+                f"sum by (node, gpu, type) (increase({selector('llm_gpu_ecc_errors_total', NODE)}[$__rate_interval]))",
+                "ECC {{type}} {{node}} gpu {{gpu}}",
+            ),
+        ],
+        unit="short",
+        description="XIDs the driver reported (NVML events) and ECC errors counted, per interval. A fatal XID "
+        "(48, 79, 95, ...: the runbook's table) pages; uncorrected ECC errors on Ampere and newer are repaired by "
+        "row remapping at the next GPU reset.",
+    ),
+    timeseries(
+        "Row remapping",
+        [
+            Query(selector("llm_gpu_remapped_rows", NODE), "{{state}} rows {{node}} gpu {{gpu}}"),
+            Query(selector("llm_gpu_row_remap_pending", NODE), "pending {{node}} gpu {{gpu}}"),
+            Query(selector("llm_gpu_row_remap_failed", NODE), "failed {{node}} gpu {{gpu}}"),
+        ],
+        unit="short",
+        description="DRAM rows remapped to spares (Ampere and newer), a remapping waiting for a GPU reset, and a "
+        "failed remapping (no spare left: replace the GPU). Volta GPUs retire pages instead "
+        "(llm_gpu_retired_pages).",
+    ),
+    timeseries(
+        "GPU memory per pod and outside pods",
+        [
+            Query(
+                selector("llm_gpu_pod_memory_used_bytes", f"{NODE}, {SOURCE}"),
+                "{{namespace}}/{{pod}} {{node}} gpu {{gpu}}",
+            ),
+            Query(selector("llm_gpu_unattributed_memory_bytes", NODE), "no assigned pod {{node}} gpu {{gpu}}"),
+        ],
+        unit="bytes",
+        stacked=True,
+        description="GPU memory held by each pod's own processes (several pods on a shared GPU each count their "
+        "own) and by processes of no pod assigned the GPU: host jobs, leftovers of deleted pods, debug containers. "
+        "The latter is why a replica runs out of memory below its budget.",
+    ),
+    timeseries(
+        "Assigned GPUs left idle",
+        [
+            Query(
+                f"sum by (namespace) ({selector('llm_gpu_allocated_idle', f'{NODE}, {SOURCE}')})",
+                "{{namespace}}",
+            )
+        ],
+        unit="short",
+        stacked=True,
+        width=24,
+        description="GPUs assigned to a container that has run no process on them, or kept them near 0 % busy, "
+        "for gpu.allocated_idle_seconds; per namespace. The area over time is idle GPU-hours.",
+    ),
+]
+
 gpu = Row(
     "GPU: memory, bandwidth, utilisation",
     [
@@ -325,8 +387,20 @@ gpu = Row(
             description="Which pod and container holds each GPU (from the kubelet). A GPU with no row is idle "
             "capacity; a pod missing here while it requests GPUs means the pod-resources socket is not mounted.",
         ),
+        *GPU_HEALTH_PANELS,
     ],
 )
+
+PLACEMENT_HEALTH_PANELS = [
+    timeseries(
+        "GPUs withdrawn by the device plugin",
+        [Query(selector("llm_node_gpus_unhealthy", NODE), "{{node}} {{resource}}")],
+        unit="short",
+        width=24,
+        description="GPUs a node has but does not offer (capacity minus allocatable): the device plugin found them "
+        "unhealthy. They explain a node with fewer free GPUs than it holds; the node's XIDs say why.",
+    ),
+]
 
 placement = Row(
     "Placement: can another replica be scheduled?",
@@ -425,6 +499,7 @@ placement = Row(
             "workload's queue grows (its trigger misses the queue or reacts late), beside the requests waiting "
             "across the workload's replicas (the engine series joined to their pods' workload).",
         ),
+        *PLACEMENT_HEALTH_PANELS,
     ],
 )
 

@@ -91,11 +91,22 @@ class Gpu:
     enabled: Literal["auto", "true", "false"] = "auto"  # auto: on when NVML loads
     pod_resources_socket: str = DEFAULT_POD_RESOURCES_SOCKET
     pod_resources_refresh_seconds: float = 10.0
+    # per-process GPU memory mapped to pods: the host's /proc as mounted into the exporter (for cgroups)
+    proc_root: str = "/proc"
+    # llm_gpu_allocated_idle: an assigned GPU with no process of its container, or with utilisation below
+    # allocated_idle_utilization, for this long
+    allocated_idle_seconds: float = 1800.0
+    allocated_idle_utilization: float = 0.05
 
     def validate(self) -> list[str]:
+        errors = []
         if not 0 < self.pod_resources_refresh_seconds <= 3600:  # also false for NaN
-            return ["pod_resources_refresh_seconds: must be in (0, 3600]"]
-        return []
+            errors.append("pod_resources_refresh_seconds: must be in (0, 3600]")
+        if not 0 < self.allocated_idle_seconds <= 7 * 86400:
+            errors.append("allocated_idle_seconds: must be in (0, 604800]")
+        if not 0 <= self.allocated_idle_utilization < 1:
+            errors.append("allocated_idle_utilization: must be in [0, 1)")
+        return errors
 
 
 @dataclass(frozen=True)

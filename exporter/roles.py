@@ -15,7 +15,7 @@ def build(role: str, config: Config, kubeconfig: str | None) -> CollectorSet:
         collectors += build_engine_collectors(config.engines, kubeconfig)
         from exporter.gpu.collector import build_gpu_collectors
 
-        collectors += build_gpu_collectors(config.gpu)
+        collectors += build_gpu_collectors(config.gpu, kubeconfig)
     elif role == "cluster":
         from exporter.kube.collector import build_cluster_collectors
 

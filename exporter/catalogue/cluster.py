@@ -16,6 +16,12 @@ NODE_ALLOCATED = _g(
     "llm_node_gpus_allocated", "GPUs requested by the pods bound to the node that have not finished.", NODE_RESOURCE
 )
 NODE_FREE = _g("llm_node_gpus_free", "Allocatable minus allocated.", NODE_RESOURCE)
+NODE_UNHEALTHY = _g(
+    "llm_node_gpus_unhealthy",
+    "GPUs the node has but does not offer: capacity minus allocatable (the device plugin withdraws a GPU it "
+    "finds unhealthy; a device plugin that stopped reports capacity and allocatable 0).",
+    NODE_RESOURCE,
+)
 NODE_SCHEDULABLE = _g(
     "llm_node_schedulable",
     "1 when the node is Ready and not cordoned (nodes that offer or hold a GPU resource).",
@@ -83,4 +89,5 @@ METRICS: tuple[MetricSpec, ...] = (
     KUBE_RELISTS,
     KUBE_WATCH_RESTARTS,
     KUBE_REQUEST_ERRORS,
+    NODE_UNHEALTHY,
 )

@@ -64,7 +64,8 @@ GPM_SUPPORTED = _g(
 FIELD_UNAVAILABLE = _g(
     "llm_gpu_field_unavailable",
     "1 for each GPU reading that NVML could not give in this scrape, by field and reason (not_supported, "
-    "function_not_found, no_permission, error); that field's series is absent, never a fake 0.",
+    "function_not_found, no_permission, timeout, unavailable, error; gpu_lost for field device); that field's "
+    "series is absent, never a fake 0.",
     (*GPU, "field", "reason"),
 )
 MIG_INFO = _g(
@@ -75,6 +76,65 @@ MIG_INFO = _g(
 )
 POD_INFO = _g(
     "llm_gpu_pod_info", "The pod container a GPU is assigned to, value 1.", (*GPU, "namespace", "pod", "container")
+)
+
+# Faults (Ampere/Hopper row remapping, Volta page retirement, XIDs): counts that outlive the error's recovery.
+_c = partial(counter, subsystem="gpu", role="node")
+ECC_ERRORS = _c(
+    "llm_gpu_ecc_errors_total",
+    "DRAM ECC errors over the GPU's lifetime (NVML aggregate count, kept in the infoROM across driver reloads), "
+    "by type: corrected (single-bit) or uncorrected (double-bit). Absent where ECC is off or unsupported.",
+    (*GPU, "type"),
+)
+REMAPPED_ROWS = _g(
+    "llm_gpu_remapped_rows",
+    "DRAM rows remapped to spare rows (Ampere and newer), by the errors that caused it: correctable or uncorrectable.",
+    (*GPU, "state"),
+)
+ROW_REMAP_PENDING = _g(
+    "llm_gpu_row_remap_pending",
+    "1 when a row remapping waits for the next GPU reset to take effect; 0 when none does.",
+    GPU,
+)
+ROW_REMAP_FAILED = _g(
+    "llm_gpu_row_remap_failed",
+    "1 when a row remapping failed (no spare rows left in a bank): the GPU needs servicing; 0 otherwise.",
+    GPU,
+)
+RETIRED_PAGES = _g(
+    "llm_gpu_retired_pages",
+    "GPU memory pages retired (Volta and older; newer GPUs remap rows instead), by cause: "
+    "multiple_single_bit_ecc or double_bit_ecc.",
+    (*GPU, "cause"),
+)
+XID_ERRORS = _c(
+    "llm_gpu_xid_errors_total",
+    "Critical XID errors reported by the driver (NVML event nvmlEventTypeXidCriticalError) since the exporter "
+    "started, by XID number; a series appears at its first occurrence.",
+    (*GPU, "xid"),
+)
+
+# Per-process memory joined to pods (exporter/gpu/processes.py).
+POD = ("namespace", "pod", "container")
+POD_MEMORY_USED = _g(
+    "llm_gpu_pod_memory_used_bytes",
+    "GPU memory held by the processes of a container that the kubelet assigned this device (a GPU or MIG "
+    "instance); each pod on a shared GPU counts its own processes, never the device total.",
+    (*GPU, *POD),
+    unit="bytes",
+)
+UNATTRIBUTED_MEMORY = _g(
+    "llm_gpu_unattributed_memory_bytes",
+    "GPU memory held by processes that belong to no container the kubelet assigned this device: host jobs, "
+    "processes of deleted pods, debug containers, pods using GPUs they did not request.",
+    GPU,
+    unit="bytes",
+)
+ALLOCATED_IDLE = _g(
+    "llm_gpu_allocated_idle",
+    "1 when the container assigned this device has had no process on it, or the device's utilisation stayed "
+    "below gpu.allocated_idle_utilization, for gpu.allocated_idle_seconds; 0 otherwise.",
+    (*GPU, *POD),
 )
 
 METRICS: tuple[MetricSpec, ...] = (
@@ -95,4 +155,13 @@ METRICS: tuple[MetricSpec, ...] = (
     FIELD_UNAVAILABLE,
     MIG_INFO,
     POD_INFO,
+    ECC_ERRORS,
+    REMAPPED_ROWS,
+    ROW_REMAP_PENDING,
+    ROW_REMAP_FAILED,
+    RETIRED_PAGES,
+    XID_ERRORS,
+    POD_MEMORY_USED,
+    UNATTRIBUTED_MEMORY,
+    ALLOCATED_IDLE,
 )

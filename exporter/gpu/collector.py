@@ -7,6 +7,10 @@ rest of the exporter works. With `gpu.enabled: true` the GPUs are expected, so t
 retried at most once per `INIT_RETRY_SECONDS`: a containerised driver can come up after the exporter.
 NVML lost mid-run (the driver unloaded or upgraded under a running exporter) is the same state: the
 collector drops its handles and samples, and loads NVML again.
+
+XID events are waited for in a thread of their own (exporter/gpu/xid.py); a scrape reads its counts. Per-pod
+and unattributed memory (exporter/gpu/processes.py) are rendered from the same scrape's process lists; a
+failure there degrades only those series.
 """
 
 from __future__ import annotations
@@ -16,14 +20,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from exporter.collect import Collector, CollectorUnavailable
 from exporter.config import Gpu
 from exporter.exposition import Family
 from exporter.gpu import render
+from exporter.gpu.fields import Field
 from exporter.gpu.gpm import GpmSampler
+from exporter.gpu.processes import ProcessAttribution
 from exporter.gpu.readings import GpuReader
+from exporter.gpu.xid import XidWatcher
 from exporter.sources.nvml import Nvml, NvmlError, NvmlErrorKind
+
+if TYPE_CHECKING:
+    from exporter.gpu.readings import DeviceReading
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +55,8 @@ class GpuCollector:
         node: str,
         required: bool = False,
         sampler: GpmSampler | None = None,
+        xid: XidWatcher | None = None,
+        attribution: ProcessAttribution | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._nvml = nvml
@@ -58,10 +71,17 @@ class GpuCollector:
         self._next_attempt = 0.0
         self._driver_version = ""
         self._devices: dict[str, str] = {}
+        # XID events wait in their own thread: a scrape reads its counts, never the event API
+        self._xid = xid if xid is not None else XidWatcher(nvml, ready=lambda: self._initialised)
+        self._attribution = attribution  # per-pod memory: None where no pod source is configured
 
     def start(self) -> None:
         """Load NVML and take the first GPM samples, so that the first scrape already has rates."""
-        if not self._ensure():
+        ensured = self._ensure()
+        if self._attribution is not None:
+            self._attribution.start()
+        self._xid.start()  # registers the GPUs once NVML is initialised
+        if not ensured:
             return
         try:
             self.collect()
@@ -82,13 +102,30 @@ class GpuCollector:
         devices = {r.uuid: r.gpu for r in readings if r.uuid}
         devices.update((m.uuid, m.gpu) for r in readings for m in r.migs)
         self._devices = devices  # replaced whole: readers in other threads see one scrape or the next
-        return render.families(readings, self._driver_version, self._node)
+        pods = self._pod_families(readings)
+        return [*render.families(readings, self._driver_version, self._node, self._xid.view()), *pods]
+
+    def _pod_families(self, readings: list[DeviceReading]) -> list[Family]:
+        """Per-pod and unattributed memory; a failure here degrades only these (field pod_memory)."""
+        if self._attribution is None:
+            return []
+        try:
+            return self._attribution.families(self._node, readings)
+        except Exception:  # any failure of the join: the GPU series still flow
+            log.warning("GPU memory attribution failed", exc_info=True)
+            for r in readings:
+                if r.up:
+                    r.errors[Field.POD_MEMORY] = NvmlErrorKind.ERROR
+            return []
 
     def devices(self) -> dict[str, str]:
         """UUID (GPU-… and MIG-…) → NVML index of the GPU, as of the last scrape."""
         return self._devices
 
     def close(self) -> None:
+        self._xid.close()
+        if self._attribution is not None:
+            self._attribution.close()
         with self._lock:
             self._sampler.close()
             if self._initialised:
@@ -140,21 +177,32 @@ class GpuCollector:
             return True
 
 
-def build_gpu_collectors(config: Gpu) -> list[Collector]:
+def build_gpu_collectors(config: Gpu, kubeconfig: str | None = None) -> list[Collector]:
     """The node role's GPU collectors: NVML readings, and pod attribution from the kubelet."""
     if config.enabled == "false":
         return []
+    from functools import partial
+
+    from exporter.gpu.nodepods import NodePods
     from exporter.gpu.pods import GpuPodsCollector
     from exporter.sources.host import node_name
     from exporter.sources.nvml import PynvmlSource
     from exporter.sources.podresources import PodResourcesClient
+    from exporter.sources.proc import read_cgroup
 
     node = node_name()
-    gpu = GpuCollector(PynvmlSource(), node=node, required=config.enabled == "true")
     pods = GpuPodsCollector(
         PodResourcesClient(config.pod_resources_socket),
         node=node,
-        devices=gpu.devices,
+        devices=lambda: gpu.devices(),  # noqa: PLW0108 - `gpu` is bound below (it needs the assignments)
         refresh_seconds=config.pod_resources_refresh_seconds,
     )
+    attribution = ProcessAttribution(
+        directory=NodePods(node, kubeconfig),
+        assignments=pods.assignments,
+        cgroup_of=partial(read_cgroup, config.proc_root),
+        idle_after_seconds=config.allocated_idle_seconds,
+        idle_utilization=config.allocated_idle_utilization,
+    )
+    gpu = GpuCollector(PynvmlSource(), node=node, required=config.enabled == "true", attribution=attribution)
     return [gpu, pods]

@@ -79,6 +79,14 @@ class GpuPodsCollector:
                 self._assignments = None  # no socket: no kubelet to vouch for the old view
             self._error, self._unavailable = error, unavailable
 
+    def assignments(self) -> list[ContainerDevices] | None:
+        """The devices assigned to containers as last listed; None when there is no fresh view to trust."""
+        with self._lock:
+            assignments, age = self._assignments, self._clock() - self._last_success
+        if assignments is None or age > STALE_AFTER_REFRESHES * self._refresh:
+            return None
+        return assignments
+
     def collect(self) -> Iterable[Family]:
         with self._lock:
             assignments, error, unavailable = self._assignments, self._error, self._unavailable

@@ -13,9 +13,9 @@ from functools import partial
 from typing import TypeVar
 
 from exporter.gpu.bandwidth import peak_bytes_per_second
-from exporter.gpu.fields import GPM_FIELDS, MEMORY_FIELDS, Field
+from exporter.gpu.fields import GPM_FIELDS, MEMORY_FIELDS, REMAP_FIELDS, Field
 from exporter.gpu.gpm import GpmSampler, Readout
-from exporter.sources.nvml import Handle, Nvml, NvmlError, NvmlErrorKind
+from exporter.sources.nvml import Handle, Nvml, NvmlError, NvmlErrorKind, Process
 
 T = TypeVar("T")
 
@@ -34,6 +34,7 @@ class MigReading:
     compute_instance_id: int
     values: dict[Field, float] = field(default_factory=dict)
     errors: dict[Field, NvmlErrorKind] = field(default_factory=dict)
+    processes: list[Process] | None = None  # None: unreadable (the reason is in errors)
 
 
 @dataclass
@@ -49,6 +50,8 @@ class DeviceReading:
     values: dict[Field, float] = field(default_factory=dict)
     errors: dict[Field, NvmlErrorKind] = field(default_factory=dict)
     migs: list[MigReading] = field(default_factory=list)
+    # compute processes; None when unreadable (reason in errors) or in MIG mode (each instance has its own)
+    processes: list[Process] | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ class GpuReader:
         self._sampler = sampler
         self._static: dict[str, _Static] = {}
         self._uuid_by_index: dict[int, str] = {}  # to label a GPU that is lost after it was first seen
+        # row remapping (Ampere on) and page retirement (Volta and older) are the GPU architecture's: an
+        # unsupported answer stands for the GPU's life, and is not asked again at every scrape
+        self._architecture: dict[str, dict[Field, NvmlErrorKind]] = {}
 
     def read_all(self) -> list[DeviceReading]:
         readings = [self.read_device(i) for i in range(self._nvml.device_count())]
@@ -106,6 +112,7 @@ class GpuReader:
         _field(out, (Field.TEMPERATURE,), lambda: {Field.TEMPERATURE: float(_temperature(nvml, handle))})
         _field(out, (Field.ENERGY,), lambda: {Field.ENERGY: nvml.energy_millijoules(handle) / 1000.0})
         out[Field.BANDWIDTH_MAX] = static.peak_bandwidth
+        _faults(out, nvml, handle, self._architecture.setdefault(uuid, {}))
         gpm = static.gpm_supported
         # a driver without the GPM functions cannot offer GPM on any GPU: that is a clear "no"
         if isinstance(gpm, bool):
@@ -119,6 +126,8 @@ class GpuReader:
         reading.mig_mode = self._mig_mode(handle)
         if reading.mig_mode == "enabled":
             reading.migs = self._read_migs(gpu, uuid, handle)
+        else:
+            reading.processes = _processes(nvml, handle, reading.errors)
         _split(out, reading.values, reading.errors)
         return reading
 
@@ -170,6 +179,7 @@ class GpuReader:
             _field(out, MEMORY_FIELDS, partial(_memory, nvml, handle))
             take = partial(nvml.gpm_mig_sample_get, parent, gi)
             _field(out, GPM_FIELDS, partial(self._sampler.read, uuid, take))
+            mig.processes = _processes(nvml, handle, mig.errors)
             _split(out, mig.values, mig.errors)
             migs.append(mig)
         return migs
@@ -194,6 +204,52 @@ def _guard(read: Callable[[], T]) -> T | NvmlErrorKind:
         return exc.kind
     except ValueError:  # a zero clock or bus width: no honest peak to report
         return NvmlErrorKind.NOT_SUPPORTED
+
+
+def _faults(out: Readout, nvml: Nvml, handle: Handle, unsupported: dict[Field, NvmlErrorKind]) -> None:
+    """ECC counts, row remapping and retired pages of a physical GPU: each unsupported one is unavailable.
+    `unsupported`: this GPU's architecture-bound answers so far, kept by the caller."""
+    _field(out, (Field.ECC_CORRECTED,), lambda: {Field.ECC_CORRECTED: nvml.ecc_errors(handle, uncorrected=False)})
+    _field(out, (Field.ECC_UNCORRECTED,), lambda: {Field.ECC_UNCORRECTED: nvml.ecc_errors(handle, uncorrected=True)})
+    groups: list[tuple[tuple[Field, ...], Callable[[], Readout]]] = [
+        (REMAP_FIELDS, lambda: _remapped_rows(nvml, handle)),
+        *(
+            ((f,), partial(_retired, nvml, handle, f, double_bit))
+            for f, double_bit in ((Field.RETIRED_SINGLE_BIT, False), (Field.RETIRED_DOUBLE_BIT, True))
+        ),
+    ]
+    for fields, read in groups:
+        if fields[0] in unsupported:
+            out.update((f, unsupported[f]) for f in fields)
+            continue
+        _field(out, fields, read)
+        kind = out[fields[0]]
+        if isinstance(kind, NvmlErrorKind) and kind in (NvmlErrorKind.NOT_SUPPORTED, NvmlErrorKind.FUNCTION_NOT_FOUND):
+            unsupported.update(dict.fromkeys(fields, kind))
+
+
+def _processes(nvml: Nvml, handle: Handle, errors: dict[Field, NvmlErrorKind]) -> list[Process] | None:
+    try:
+        return nvml.compute_processes(handle)
+    except NvmlError as exc:
+        if exc.kind is NvmlErrorKind.GPU_LOST:
+            raise _GpuLostError from exc
+        errors[Field.PROCESSES] = exc.kind
+        return None
+
+
+def _remapped_rows(nvml: Nvml, handle: Handle) -> Readout:
+    rows = nvml.remapped_rows(handle)
+    return {
+        Field.REMAPPED_CORRECTABLE: rows.correctable,
+        Field.REMAPPED_UNCORRECTABLE: rows.uncorrectable,
+        Field.ROW_REMAP_PENDING: 1.0 if rows.pending else 0.0,
+        Field.ROW_REMAP_FAILED: 1.0 if rows.failure else 0.0,
+    }
+
+
+def _retired(nvml: Nvml, handle: Handle, f: Field, double_bit: bool) -> Readout:
+    return {f: nvml.retired_pages(handle, double_bit=double_bit)}
 
 
 def _split(out: Readout, values: dict[Field, float], errors: dict[Field, NvmlErrorKind]) -> None:

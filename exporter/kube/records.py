@@ -55,7 +55,7 @@ def intern(text: str) -> str:
 
 
 class NodeRecord:
-    __slots__ = ("allocatable", "cordoned", "labels", "name", "ready", "taints")
+    __slots__ = ("allocatable", "capacity", "cordoned", "labels", "name", "ready", "taints")
 
     def __init__(
         self,
@@ -66,6 +66,7 @@ class NodeRecord:
         labels: dict[str, str] | None = None,
         taints: tuple[Taint, ...] = (),
         allocatable: tuple[Pair, ...] = (),
+        capacity: tuple[Pair, ...] = (),
     ) -> None:
         self.name = name
         self.ready = ready
@@ -73,6 +74,7 @@ class NodeRecord:
         self.labels = labels or {}
         self.taints = taints
         self.allocatable = allocatable  # GPU resources only
+        self.capacity = capacity  # GPU resources only: above allocatable by the devices a plugin marked unhealthy
 
     @property
     def schedulable(self) -> bool:

@@ -37,7 +37,10 @@ def view_families(view: ClusterView, max_pending_pods: int) -> list[Family]:
         pending.add((resource, reason), count)
     truncated = Family(m.PENDING_TRUNCATED)
     truncated.add((), max(0, len(view.pending) - max_pending_pods))
-    return [allocatable, allocated, free, schedulable, cluster_free, largest, requested, pending, truncated]
+    unhealthy = Family(m.NODE_UNHEALTHY)
+    for h in view.unhealthy:
+        unhealthy.add((h.node, h.resource), h.count)
+    return [allocatable, allocated, free, schedulable, cluster_free, largest, requested, pending, truncated, unhealthy]
 
 
 def sync_families(stats: Mapping[str, ReflectorStats], last_sync: float | None) -> list[Family]:

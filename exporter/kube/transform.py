@@ -63,6 +63,9 @@ def node_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> No
     allocatable = tuple(
         sorted((intern(name), parse_count(v)) for name, v in (status.get("allocatable") or {}).items() if is_gpu(name))
     )
+    capacity = tuple(
+        sorted((intern(name), parse_count(v)) for name, v in (status.get("capacity") or {}).items() if is_gpu(name))
+    )
     labels = {intern(k): v for k, v in (meta.get("labels") or {}).items()}
     return NodeRecord(
         intern(meta["name"]),
@@ -71,6 +74,7 @@ def node_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> No
         labels=labels,
         taints=taints,
         allocatable=allocatable,
+        capacity=capacity,
     )
 
 

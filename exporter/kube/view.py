@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from exporter.kube.capacity import Usage, cluster_free, node_usage
 from exporter.kube.dra import dra_capacity
 from exporter.kube.pending import PendingPod, pending_pods
 from exporter.kube.records import ClaimRecord, NodeRecord, PodRecord, SliceRecord
+from exporter.kube.unhealthy import Unhealthy, unhealthy_devices
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,7 @@ class ClusterView:
     schedulable: dict[str, bool]  # nodes that offer or hold a GPU resource
     free: dict[str, tuple[int, int]]  # resource → (free on schedulable nodes, largest free block)
     pending: list[PendingPod]  # sorted by reason, namespace, pod, resource
+    unhealthy: list[Unhealthy] = field(default_factory=list)  # capacity − allocatable, per node and resource
 
 
 def compute(
@@ -35,4 +37,5 @@ def compute(
         schedulable=schedulable,
         free=cluster_free(usage, nodes),
         pending=pending_pods(nodes, pods.values(), usage, claims, class_to_resource),
+        unhealthy=unhealthy_devices(nodes.values()),
     )

@@ -17,9 +17,11 @@ from typing import Any, NewType, Protocol, TypeVar
 
 Handle = NewType("Handle", object)  # an NVML device handle (whole GPU or MIG instance)
 Sample = NewType("Sample", object)  # a GPM sample buffer
+EventSet = NewType("EventSet", object)  # an NVML event set
 
 GPM_DRAM_BW_UTIL = 10  # NVML_GPM_METRIC_DRAM_BW_UTIL: % of theoretical DRAM bandwidth
 GPM_SM_OCCUPANCY = 3  # NVML_GPM_METRIC_SM_OCCUPANCY: % of active warps vs the theoretical maximum
+EVENT_XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError: eventData is the XID number
 
 
 class NvmlErrorKind(enum.StrEnum):
@@ -29,6 +31,7 @@ class NvmlErrorKind(enum.StrEnum):
     FUNCTION_NOT_FOUND = "function_not_found"  # the driver predates the function (or its version)
     NO_PERMISSION = "no_permission"
     GPU_LOST = "gpu_lost"  # fell off the bus, or needs a reset: the GPU is gone until then
+    TIMEOUT = "timeout"  # a call that did not return in time (a hung driver)
     NOT_FOUND = "not_found"  # e.g. an empty MIG slot
     UNAVAILABLE = "unavailable"  # no library, no driver, not initialised: no NVML on this machine
     ERROR = "error"  # anything else; worth retrying on the next scrape
@@ -68,6 +71,35 @@ class Utilization:
     memory: int
 
 
+@dataclass(frozen=True, slots=True)
+class RemappedRows:
+    """nvmlDeviceGetRemappedRows (Ampere and newer): rows remapped for correctable and uncorrectable errors,
+    a remapping waiting for the next GPU reset, and a remapping that failed (no spare rows left)."""
+
+    correctable: int
+    uncorrectable: int
+    pending: bool
+    failure: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Process:
+    """One entry of nvmlDeviceGetComputeRunningProcesses: a host PID and the GPU memory it holds (bytes;
+    None when the driver cannot say, e.g. under WDDM)."""
+
+    pid: int
+    used_memory: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One nvmlEventSetWait answer: the device it came from, its type bit and its data (the XID number)."""
+
+    device: Handle
+    event_type: int
+    data: int
+
+
 class Nvml(Protocol):
     """The NVML calls the GPU collector makes. Every method may raise `NvmlError`."""
 
@@ -98,6 +130,15 @@ class Nvml(Protocol):
     def gpm_sample_get(self, handle: Handle, sample: Sample) -> None: ...
     def gpm_mig_sample_get(self, parent: Handle, gpu_instance_id: int, sample: Sample) -> None: ...
     def gpm_metrics(self, first: Sample, second: Sample, ids: Sequence[int]) -> dict[int, float | NvmlError]: ...
+    def ecc_errors(self, handle: Handle, *, uncorrected: bool) -> int: ...
+    def remapped_rows(self, handle: Handle) -> RemappedRows: ...
+    def retired_pages(self, handle: Handle, *, double_bit: bool) -> int: ...
+    def compute_processes(self, handle: Handle) -> list[Process]: ...
+    def supported_event_types(self, handle: Handle) -> int: ...
+    def event_set_create(self) -> EventSet: ...
+    def register_events(self, handle: Handle, event_types: int, event_set: EventSet) -> None: ...
+    def event_set_wait(self, event_set: EventSet, timeout_ms: int) -> Event | None: ...
+    def event_set_free(self, event_set: EventSet) -> None: ...
 
 
 T = TypeVar("T")
@@ -233,6 +274,62 @@ class PynvmlSource:
                 out[metric_id] = NvmlError(_kind(n, metric.nvmlReturn), f"GPM metric {metric_id}")
         return out
 
+    def ecc_errors(self, handle: Handle, *, uncorrected: bool) -> int:
+        # aggregate: the device's lifetime count, kept in its infoROM across driver reloads (the volatile
+        # count restarts at every driver load, which a counter must not do)
+        n = self._nvml
+        kind = n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED if uncorrected else n.NVML_MEMORY_ERROR_TYPE_CORRECTED
+        return int(self._call(n.nvmlDeviceGetTotalEccErrors, handle, kind, n.NVML_AGGREGATE_ECC))
+
+    def remapped_rows(self, handle: Handle) -> RemappedRows:
+        corr, unc, pending, failure = self._call(self._nvml.nvmlDeviceGetRemappedRows, handle)
+        return RemappedRows(int(corr), int(unc), bool(pending), bool(failure))
+
+    def retired_pages(self, handle: Handle, *, double_bit: bool) -> int:
+        n = self._nvml
+        cause = (
+            n.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+            if double_bit
+            else n.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+        )
+        return len(self._call(n.nvmlDeviceGetRetiredPages, handle, cause))
+
+    def compute_processes(self, handle: Handle) -> list[Process]:
+        """Compute processes and MPS clients (under MPS the plain list holds only the MPS server), by PID."""
+        n = self._nvml
+        procs = list(self._call(n.nvmlDeviceGetComputeRunningProcesses, handle))
+        try:
+            procs += self._call(n.nvmlDeviceGetMPSComputeRunningProcesses, handle)
+        except NvmlError as exc:
+            if exc.kind not in (NvmlErrorKind.NOT_SUPPORTED, NvmlErrorKind.FUNCTION_NOT_FOUND):
+                raise
+        out: dict[int, Process] = {}
+        for p in procs:
+            out.setdefault(int(p.pid), Process(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory)))
+        return list(out.values())
+
+    def supported_event_types(self, handle: Handle) -> int:
+        return int(self._call(self._nvml.nvmlDeviceGetSupportedEventTypes, handle))
+
+    def event_set_create(self) -> EventSet:
+        return EventSet(self._call(self._nvml.nvmlEventSetCreate))
+
+    def register_events(self, handle: Handle, event_types: int, event_set: EventSet) -> None:
+        self._call(self._nvml.nvmlDeviceRegisterEvents, handle, event_types, event_set)
+
+    def event_set_wait(self, event_set: EventSet, timeout_ms: int) -> Event | None:
+        """The next event, or None when none came within `timeout_ms`."""
+        try:
+            data = self._call(self._nvml.nvmlEventSetWait, event_set, timeout_ms)
+        except NvmlError as exc:
+            if exc.kind is NvmlErrorKind.TIMEOUT:
+                return None
+            raise
+        return Event(Handle(data.device), int(data.eventType), int(data.eventData))
+
+    def event_set_free(self, event_set: EventSet) -> None:
+        self._call(self._nvml.nvmlEventSetFree, event_set)
+
 
 def _kind(nvml: Any, code: int) -> NvmlErrorKind:
     if code in (nvml.NVML_ERROR_NOT_SUPPORTED,):
@@ -245,6 +342,8 @@ def _kind(nvml: Any, code: int) -> NvmlErrorKind:
         return NvmlErrorKind.GPU_LOST
     if code == nvml.NVML_ERROR_NOT_FOUND:
         return NvmlErrorKind.NOT_FOUND
+    if code == nvml.NVML_ERROR_TIMEOUT:
+        return NvmlErrorKind.TIMEOUT
     if code in (
         nvml.NVML_ERROR_LIBRARY_NOT_FOUND,
         nvml.NVML_ERROR_DRIVER_NOT_LOADED,

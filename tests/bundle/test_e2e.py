@@ -72,7 +72,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             cluster = stack.enter_context(start_cluster(tmp / "kube"))
             two_two_one_one(cluster)
             gpus = stack.enter_context(gpu_node(tmp, "gpu-0", assigned))
-            node_proc, node_url = serve(tmp, "node", "node", node_cfg | {"gpu": gpus.gpu}, env=gpus.env)
+            # the node role's pod watch (GPU memory per pod) on the same API server
+            node_cfg_gpu = node_cfg | {"gpu": gpus.gpu}
+            node_proc, node_url = serve(tmp, "node", "node", node_cfg_gpu, str(cluster.admin_kubeconfig), gpus.env)
             cluster_proc, cluster_url = serve(tmp, "cluster", "cluster", {}, str(cluster.admin_kubeconfig))
             np, cp = stack.enter_context(node_proc), stack.enter_context(cluster_proc)
             wait_ready(f"{node_url}/readyz", proc=np)
@@ -153,3 +155,22 @@ def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> 
         "llm_engine_info)"
     ]
     assert checker.check(Query("keda.yaml", "new name", "avg(vllm:kv_cache_usage_perc)")).status == "ok"
+
+
+def test_an_xid_alert_names_the_pod_and_model_on_its_gpu(stack: dict[str, Any]) -> None:
+    # the stub driver reports XID 13 on GPU 0, which the kubelet assigned to demo/vllm-0 (serving "tiny")
+    webhook = stack["webhook"]
+    wait_for(lambda: "LLMGPUXidWarning" in delivered(webhook), 60, "LLMGPUXidWarning at the webhook")
+    alert = delivered(webhook)["LLMGPUXidWarning"]
+    labels = {k: alert["labels"].get(k) for k in ("severity", "node", "gpu", "xid", "namespace", "pod", "model")}
+    assert labels == {
+        "severity": "warning",
+        "node": "gpu-0",
+        "gpu": "0",
+        "xid": "13",
+        "namespace": "demo",
+        "pod": "vllm-0",
+        "model": "tiny",
+    }
+    assert alert["annotations"]["summary"] == "GPU 0 on gpu-0 reported XID 13 (1 in 10m)."
+    assert "Pod demo/vllm-0 (container vllm, model tiny) runs on it." in alert["annotations"]["description"]

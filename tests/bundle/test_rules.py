@@ -44,6 +44,12 @@ CONTRACT = [
     "LLMGPULost",
     "LLMExporterCollectorFailing",
     "LLMExporterDown",
+    "LLMGPUXidError",
+    "LLMGPUXidWarning",
+    "LLMGPURowRemapFailed",
+    "LLMGPUUnhealthyInKubernetes",
+    "LLMGPUMemoryHeldOutsidePods",
+    "LLMGPUAllocatedIdle",
 ]
 
 

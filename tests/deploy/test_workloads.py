@@ -154,6 +154,18 @@ def test_the_pod_resources_directory_is_mounted_read_only_where_the_config_looks
     assert volumes[mount["name"]]["hostPath"] == {"path": directory, "type": "Directory"}
 
 
+def test_the_hosts_proc_is_mounted_read_only_where_the_config_looks(
+    objs: list[Obj], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = workload(objs, NODE)
+    args = serve_args(container(ds), monkeypatch)
+    proc_root = config.parse(mounted_config(objs, ds, args.config)).gpu.proc_root
+    mount = {m["mountPath"]: m for m in container(ds)["volumeMounts"]}[proc_root]
+    assert mount["readOnly"] is True
+    volumes = {v["name"]: v for v in pod_spec(ds)["volumes"]}
+    assert volumes[mount["name"]]["hostPath"] == {"path": "/proc", "type": "Directory"}
+
+
 @pytest.mark.parametrize("which", [NODE, CLUSTER])
 def test_requests_and_limits_are_set(objs: list[Obj], which: tuple[str, str]) -> None:
     resources = container(workload(objs, which))["resources"]
@@ -200,9 +212,10 @@ def test_the_cluster_pod_runs_as_non_root_with_no_host_access(objs: list[Obj]) -
     assert "runtimeClassName" not in spec
 
 
-def test_the_node_pods_only_relaxations_are_root_and_the_pod_resources_mount(objs: list[Obj]) -> None:
+def test_the_node_pods_only_relaxations_are_root_and_the_pod_resources_and_proc_mounts(objs: list[Obj]) -> None:
     """The exceptions to the restricted Pod Security profile, and why: UID 0 to open the kubelet's root-only
-    pod-resources socket, and the hostPath that brings the socket in. NVML needs neither."""
+    pod-resources socket, the hostPath that brings the socket in, and the host's /proc read-only (GPU
+    processes to pods). NVML needs none of them."""
     spec = pod_spec(workload(objs, NODE))
     assert spec["securityContext"] == {
         "runAsUser": 0,
@@ -210,7 +223,10 @@ def test_the_node_pods_only_relaxations_are_root_and_the_pod_resources_mount(obj
         "runAsNonRoot": False,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    assert [v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v] == ["/var/lib/kubelet/pod-resources"]
+    assert [v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v] == [
+        "/var/lib/kubelet/pod-resources",
+        "/proc",
+    ]
     namespace = find(render(BASE), "Namespace", "llm-exporter")["metadata"]["labels"]
     assert namespace["pod-security.kubernetes.io/enforce"] == "privileged"  # baseline forbids hostPath
     assert namespace["pod-security.kubernetes.io/warn"] == "restricted"

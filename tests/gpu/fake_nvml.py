@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from exporter.sources.nvml import (
+    EVENT_XID_CRITICAL,
     GPM_DRAM_BW_UTIL,
     GPM_SM_OCCUPANCY,
+    Event,
+    EventSet,
     Handle,
     MemoryV1,
     MemoryV2,
     NvmlError,
     NvmlErrorKind,
+    Process,
+    RemappedRows,
     Sample,
     Utilization,
 )
@@ -29,6 +37,7 @@ class FakeMig:
     compute_instance_id: int = 0
     memory: MemoryV2 = field(default_factory=lambda: MemoryV2(20 * GIB, 0, 15 * GIB, 5 * GIB))
     gpm_values: dict[int, float] = field(default_factory=lambda: {GPM_DRAM_BW_UTIL: 20.0, GPM_SM_OCCUPANCY: 10.0})
+    processes: list[Process] = field(default_factory=list)
     errors: dict[str, NvmlErrorKind] = field(default_factory=dict)
 
 
@@ -49,6 +58,11 @@ class FakeGpu:
     gpm_values: dict[int, float] = field(default_factory=lambda: {GPM_DRAM_BW_UTIL: 42.5, GPM_SM_OCCUPANCY: 30.25})
     mig: bool = False
     mig_slots: list[FakeMig | None] = field(default_factory=list)  # None: an empty slot
+    ecc: tuple[int, int] = (0, 0)  # aggregate corrected, uncorrected
+    remapped: RemappedRows = field(default_factory=lambda: RemappedRows(0, 0, pending=False, failure=False))
+    retired: tuple[int, int] | None = None  # single-bit, double-bit pages; None: not supported (Ampere on)
+    processes: list[Process] = field(default_factory=list)
+    xid_events: bool = True  # the driver offers XID events for this GPU
     errors: dict[str, NvmlErrorKind] = field(default_factory=dict)  # method name → error it raises
     lost: bool = False
 
@@ -69,6 +83,13 @@ class FakeNvml:
         self.calls: Counter[str] = Counter()
         self.samples: list[FakeSample] = []
         self.initialised = False
+        self.events: queue.Queue[tuple[FakeGpu, int]] = queue.Queue()  # (GPU, XID) delivered on demand
+        self.registered: list[FakeGpu] = []
+        self.hang = threading.Event()  # while set, nvmlEventSetWait does not return (a hung driver)
+
+    def xid(self, gpu: FakeGpu, number: int) -> None:
+        """The driver reports XID `number` on `gpu` (delivered to a set that registered it)."""
+        self.events.put((gpu, number))
 
     # -- helpers
     def _dev(self, handle: Handle, method: str) -> FakeGpu | FakeMig:
@@ -205,3 +226,48 @@ class FakeNvml:
 
     def live_samples(self) -> int:
         return sum(not s.freed for s in self.samples)
+
+    def ecc_errors(self, handle: Handle, *, uncorrected: bool) -> int:
+        return self._gpu(handle, "ecc_errors").ecc[1 if uncorrected else 0]
+
+    def remapped_rows(self, handle: Handle) -> RemappedRows:
+        return self._gpu(handle, "remapped_rows").remapped
+
+    def retired_pages(self, handle: Handle, *, double_bit: bool) -> int:
+        gpu = self._gpu(handle, "retired_pages")
+        if gpu.retired is None:
+            raise NvmlError(NvmlErrorKind.NOT_SUPPORTED, "retired pages")
+        return gpu.retired[1 if double_bit else 0]
+
+    def compute_processes(self, handle: Handle) -> list[Process]:
+        return list(self._dev(handle, "compute_processes").processes)
+
+    def supported_event_types(self, handle: Handle) -> int:
+        return EVENT_XID_CRITICAL if self._gpu(handle, "supported_event_types").xid_events else 0
+
+    def event_set_create(self) -> EventSet:
+        self.calls["event_set_create"] += 1
+        self.registered = []
+        return EventSet(self.registered)
+
+    def register_events(self, handle: Handle, event_types: int, event_set: EventSet) -> None:
+        gpu = self._gpu(handle, "register_events")
+        current: object = self.registered
+        assert event_set is current and event_types == EVENT_XID_CRITICAL
+        self.registered.append(gpu)
+
+    def event_set_wait(self, event_set: EventSet, timeout_ms: int) -> Event | None:
+        self.calls["event_set_wait"] += 1
+        while self.hang.is_set():
+            time.sleep(0.01)
+        if self.count_error is not None:
+            raise NvmlError(self.count_error, "nvmlEventSetWait")
+        try:
+            gpu, number = self.events.get(timeout=timeout_ms / 1000)
+        except queue.Empty:
+            return None
+        assert gpu in self.registered, "an event of a GPU that was not registered"
+        return Event(Handle(gpu), EVENT_XID_CRITICAL, number)
+
+    def event_set_free(self, event_set: EventSet) -> None:
+        self.calls["event_set_free"] += 1

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from exporter.gpu.collector import GpuCollector
 from exporter.gpu.gpm import GpmSampler
+from exporter.gpu.xid import XidWatcher
 from tests.gpu.fake_nvml import FakeGpu, FakeNvml
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -27,9 +28,18 @@ class Clock:
         self.now += seconds
 
 
+class StepXid(XidWatcher):
+    """The XID watcher without its thread: `start` registers the GPUs at once and the test calls `poll`, so a
+    scrape's XID series are deterministic (the thread itself is tested in test_gpu_xid.py)."""
+
+    def start(self) -> None:
+        self.setup()
+
+
 def make_collector(nvml: FakeNvml, clock: Clock, *, required: bool = False) -> GpuCollector:
     sampler = GpmSampler(nvml, clock=clock)
-    return GpuCollector(nvml, node=NODE, required=required, sampler=sampler, clock=clock)
+    xid = StepXid(nvml, ready=lambda: nvml.initialised, wait_ms=0, stall_seconds=float("inf"), clock=clock)
+    return GpuCollector(nvml, node=NODE, required=required, sampler=sampler, xid=xid, clock=clock)
 
 
 def two_gpus() -> list[FakeGpu]:

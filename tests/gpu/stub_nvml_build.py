@@ -55,5 +55,5 @@ def env_for(lib_dir: Path | None, **stub: str) -> dict[str, str]:
     env["LD_LIBRARY_PATH"] = str(lib_dir) if lib_dir else "/nonexistent"
     env["NODE_NAME"] = "gpu-node-0"  # as the DaemonSet sets it
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), *sys.path])
-    env.update({f"STUB_NVML_{k.upper()}": v for k, v in stub.items()})
+    env.update({k.upper() if k.startswith("scenario_") else f"STUB_NVML_{k.upper()}": v for k, v in stub.items()})
     return env

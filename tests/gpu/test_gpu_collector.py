@@ -130,6 +130,9 @@ def test_older_driver_falls_back_to_v1_memory_and_legacy_temperature(clock: Cloc
         f'llm_gpu_field_unavailable{{{key},field="memory_reserved",reason="function_not_found"}} 1',
         f'llm_gpu_field_unavailable{{{key},field="memory_bandwidth_utilization",reason="function_not_found"}} 1',
         f'llm_gpu_field_unavailable{{{key},field="sm_occupancy",reason="function_not_found"}} 1',
+        # a Hopper GPU remaps rows and retires no pages, whatever the driver
+        f'llm_gpu_field_unavailable{{{key},field="retired_pages_multiple_single_bit_ecc",reason="not_supported"}} 1',
+        f'llm_gpu_field_unavailable{{{key},field="retired_pages_double_bit_ecc",reason="not_supported"}} 1',
     }
 
 
@@ -259,3 +262,19 @@ def test_nvml_errors_mid_run_degrade_the_scrape_then_recover(clock: Clock) -> No
     out = render(collectors.collect())
     assert nvml.calls["init"] == 2
     assert 'llm_exporter_collector_success{collector="gpu"} 1' in out and 'llm_gpu_up{node="gpu-node-0",gpu="1"' in out
+
+
+def test_architecture_bound_unsupported_answers_are_asked_once_and_still_reported(clock: Clock) -> None:
+    gpus = two_gpus()
+    gpus[1].retired = (2, 1)  # a Volta-like GPU: retires pages, remaps no rows
+    gpus[1].errors["remapped_rows"] = NvmlErrorKind.NOT_SUPPORTED
+    nvml = FakeNvml(gpus)
+    collector = primed(nvml, clock)
+    outs = [lines(scrape(collector)) for _ in range(3)]
+    assert outs[0] == outs[1] == outs[2]
+    # GPU 0 (no page retirement) asked twice at start-up, GPU 1 (retires pages) at every one of 4 scrapes
+    assert nvml.calls["retired_pages"] == 2 + 2 * 4
+    assert nvml.calls["remapped_rows"] == 4 + 1  # GPU 0 at every scrape, GPU 1 once
+    gpu1 = f'node="gpu-node-0",gpu="1",uuid="{UUID1}"'
+    assert f'llm_gpu_field_unavailable{{{gpu1},field="row_remap_failed",reason="not_supported"}} 1' in outs[2]
+    assert f'llm_gpu_retired_pages{{{gpu1},cause="double_bit_ecc"}} 1' in outs[2]

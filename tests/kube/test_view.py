@@ -235,4 +235,10 @@ def test_exposition_of_a_small_cluster() -> None:
         "by cluster.max_pending_pods.\n"
         "# TYPE llm_pending_pods_truncated gauge\n"
         "llm_pending_pods_truncated 1\n"
+        "# HELP llm_node_gpus_unhealthy GPUs the node has but does not offer: capacity minus allocatable (the "
+        "device plugin withdraws a GPU it finds unhealthy; a device plugin that stopped reports capacity and "
+        "allocatable 0).\n"
+        "# TYPE llm_node_gpus_unhealthy gauge\n"
+        'llm_node_gpus_unhealthy{node="gpu-0",resource="nvidia.com/gpu"} 0\n'
+        'llm_node_gpus_unhealthy{node="gpu-1",resource="nvidia.com/gpu"} 0\n'
     )

@@ -30,7 +30,8 @@ def gpu_node(
     workdir: Path, node: str, assigned: Mapping[tuple[str, str, str], list[str]], gpus: int = 2
 ) -> Iterator[GpuNode]:
     """`gpus` stub GPUs on `node`; `assigned` maps (namespace, pod, container) to the device IDs the kubelet
-    reports for it."""
+    reports for it. The driver reports one XID 13 on GPU 0, and a host job (no pod) holds 2 GiB of GPU 1: the
+    host's /proc is a directory of the test's with that process's cgroup file."""
     lib = stub_nvml_build.build(workdir / "nvml")["full"]
     sockets = Path(tempfile.mkdtemp(prefix="podres", dir="/tmp"))  # unix socket paths: 108 bytes at most
     kubelet = FakeKubelet(str(sockets / "kubelet.sock"))
@@ -47,8 +48,19 @@ def gpu_node(
         for (ns, pod, container), ids in assigned.items()
     ]
     kubelet.start()
-    env = {**os.environ, **stub_nvml_build.env_for(lib, gpus=str(gpus)), "NODE_NAME": node}
-    gpu = {"enabled": "true", "pod_resources_socket": kubelet.socket_path, "pod_resources_refresh_seconds": 1}
+    proc = workdir / "host-proc"
+    (proc / "4242").mkdir(parents=True, exist_ok=True)
+    (proc / "4242" / "cgroup").write_text("0::/system.slice/slurmd.service\n")
+    (workdir / "nvml-procs").write_text(f"1 4242 {2 << 30}\n")
+    (workdir / "nvml-events").write_text("0 13\n")
+    stub = {"procs_file": str(workdir / "nvml-procs"), "events_file": str(workdir / "nvml-events")}
+    env = {**os.environ, **stub_nvml_build.env_for(lib, gpus=str(gpus), **stub), "NODE_NAME": node}
+    gpu = {
+        "enabled": "true",
+        "pod_resources_socket": kubelet.socket_path,
+        "pod_resources_refresh_seconds": 1,
+        "proc_root": str(proc),
+    }
     try:
         yield GpuNode(env, gpu)
     finally:

@@ -137,7 +137,10 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         node_cfg = node_config(engine)
         assigned = {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}
         with gpu_node(tmp, node_pod["spec"]["nodeName"], assigned) as gpus:
-            node_proc, node_url = serve_pod(tmp, node_pod, node_cfg | {"gpu": gpus.gpu}, gpus.env)
+            # the node role with its ServiceAccount's token too: its pod watch names GPU processes' pods
+            node_token = cluster.service_account_token(NAMESPACE, node_pod["spec"]["serviceAccountName"])
+            node_kubeconfig = str(cluster.kubeconfig(node_token, "llm-exporter-node"))
+            node_proc, node_url = serve_pod(tmp, node_pod, node_cfg | {"gpu": gpus.gpu}, gpus.env, node_kubeconfig)
             # the cluster role with the token of the overlay's ServiceAccount, as its pod would mount it
             token = cluster.service_account_token(NAMESPACE, pods["cluster"]["spec"]["serviceAccountName"])
             kubeconfig = str(cluster.kubeconfig(token, "llm-exporter-cluster"))

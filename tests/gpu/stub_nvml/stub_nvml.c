@@ -8,10 +8,18 @@
  *   STUB_NVML_MIG        index of a GPU in MIG mode: instances in slots 0 and 2 (slot 1 empty)
  *   STUB_NVML_LOST_FILE  a file holding the index of a GPU that has fallen off the bus (read at every call)
  *   STUB_NVML_BLOCK_FILE while this file exists, every device call blocks (a hung driver, on demand)
+ *   STUB_NVML_VOLTA      comma-separated indices of Volta GPUs (V100: no GPM, no row remapping, retired pages)
+ *   STUB_NVML_NO_EVENTS  comma-separated indices of GPUs that offer no XID events
+ *   STUB_NVML_REMAP_FAILED index of a GPU whose row remapping failed (and one is pending)
+ *   STUB_NVML_EVENTS_FILE lines "<gpu index> <xid>" appended by the test: each line is delivered once, in
+ *                        order, by nvmlEventSetWait to a set that registered that GPU (events on demand)
+ *   STUB_NVML_PROCS_FILE lines "<gpu index> <pid> <bytes> [<gpu instance id>]": the compute processes (read
+ *                        at every call; a line with a GPU instance id belongs to that MIG instance)
+ *   STUB_NVML_MPS_PROCS_FILE the same for MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3)
  *   STUB_NVML_GPM_MIN_INTERVAL_NS  shortest accepted GPM sample interval (default 100 ms, as NVML; benchmarks
  *                        lower it to time the GPM path at every call)
  * Built with -DSTUB_OLD_DRIVER it lacks the functions older drivers lack: nvmlDeviceGetMemoryInfo_v2,
- * nvmlDeviceGetTemperatureV and the GPM API.
+ * nvmlDeviceGetTemperatureV, the GPM API and nvmlDeviceGetComputeRunningProcesses_v3.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime under -std=c11 */
 #include <stdio.h>
@@ -22,7 +30,7 @@
 typedef int nvmlReturn_t;
 enum {
     OK = 0, UNINITIALIZED = 1, INVALID_ARGUMENT = 2, NOT_SUPPORTED = 3, NO_PERMISSION = 4,
-    NOT_FOUND = 6, GPU_IS_LOST = 15, ARGUMENT_VERSION_MISMATCH = 25
+    NOT_FOUND = 6, INSUFFICIENT_SIZE = 7, TIMEOUT = 10, GPU_IS_LOST = 15, ARGUMENT_VERSION_MISMATCH = 25
 };
 
 #define MAX_GPUS 64
@@ -38,8 +46,9 @@ typedef struct device {
 static device_t gpus[MAX_GPUS];
 static device_t migs[MAX_GPUS][2];
 static int n_gpus, initialised, mig_index = -1;
-static int no_gpm[MAX_GPUS];
-static const char *lost_file, *block_file;
+static int no_gpm[MAX_GPUS], volta[MAX_GPUS], no_events[MAX_GPUS];
+static int remap_failed = -1;
+static const char *lost_file, *block_file, *events_file, *procs_file, *mps_procs_file;
 static long long gpm_min_interval_ns = 100000000LL;
 
 static int lost(const device_t *d) {
@@ -65,6 +74,14 @@ static void wait_while_blocked(void) {
 } while (0)
 #define GPU_ONLY(d) do { if ((d)->is_mig) return NOT_SUPPORTED; } while (0)
 
+static void index_list(const char *list, int *flags) {
+    memset(flags, 0, MAX_GPUS * sizeof *flags);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        int i = atoi(p);
+        if (i >= 0 && i < MAX_GPUS) flags[i] = 1;
+    }
+}
+
 nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     (void)flags;
     const char *n = getenv("STUB_NVML_GPUS");
@@ -72,12 +89,15 @@ nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
     if (n_gpus < 0 || n_gpus > MAX_GPUS) return INVALID_ARGUMENT;
     const char *m = getenv("STUB_NVML_MIG");
     mig_index = m ? atoi(m) : -1;
-    memset(no_gpm, 0, sizeof no_gpm);
-    const char *g = getenv("STUB_NVML_NO_GPM");
-    for (const char *p = g; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-        int i = atoi(p);
-        if (i >= 0 && i < MAX_GPUS) no_gpm[i] = 1;
-    }
+    index_list(getenv("STUB_NVML_NO_GPM"), no_gpm);
+    index_list(getenv("STUB_NVML_VOLTA"), volta);
+    index_list(getenv("STUB_NVML_NO_EVENTS"), no_events);
+    for (int i = 0; i < MAX_GPUS; i++) no_gpm[i] |= volta[i];
+    const char *rf = getenv("STUB_NVML_REMAP_FAILED");
+    remap_failed = rf ? atoi(rf) : -1;
+    events_file = getenv("STUB_NVML_EVENTS_FILE");
+    procs_file = getenv("STUB_NVML_PROCS_FILE");
+    mps_procs_file = getenv("STUB_NVML_MPS_PROCS_FILE");
     lost_file = getenv("STUB_NVML_LOST_FILE");
     block_file = getenv("STUB_NVML_BLOCK_FILE");
     const char *gpm_min = getenv("STUB_NVML_GPM_MIN_INTERVAL_NS");
@@ -126,7 +146,8 @@ nvmlReturn_t nvmlDeviceGetUUID(device_t *d, char *uuid, unsigned int length) {
 
 nvmlReturn_t nvmlDeviceGetName(device_t *d, char *name, unsigned int length) {
     CHECK(d);
-    snprintf(name, length, "%s", no_gpm[d->index] ? "NVIDIA A100-SXM4-80GB" : "NVIDIA H100 80GB HBM3");
+    snprintf(name, length, "%s", volta[d->index] ? "Tesla V100-SXM2-32GB"
+                                 : no_gpm[d->index] ? "NVIDIA A100-SXM4-80GB" : "NVIDIA H100 80GB HBM3");
     return OK;
 }
 
@@ -322,3 +343,131 @@ nvmlReturn_t nvmlGpmMetricsGet(gpm_metrics_get_t *mg) {
     return OK;
 }
 #endif
+
+/* --- faults: ECC, row remapping (Ampere and newer), page retirement (Volta), XID events --- */
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(device_t *d, int errorType, int counterType, unsigned long long *count) {
+    CHECK(d); GPU_ONLY(d);
+    /* aggregate (1) counts are lifetime counts; volatile (0) ones restart at each driver load */
+    unsigned long long lifetime = errorType == 1 ? (unsigned long long)d->index : 7ULL * (unsigned long long)(d->index + 1);
+    *count = counterType == 1 ? lifetime : 0ULL;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(device_t *d, unsigned int *corr, unsigned int *unc, unsigned int *pending,
+                                       unsigned int *failure) {
+    CHECK(d); GPU_ONLY(d);
+    if (volta[d->index]) return NOT_SUPPORTED;
+    *corr = (unsigned int)d->index;
+    *unc = d->index == remap_failed ? 1u : 0u;
+    *pending = *failure = d->index == remap_failed ? 1u : 0u;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(device_t *d, int cause, unsigned int *count, unsigned long long *addresses) {
+    CHECK(d); GPU_ONLY(d);
+    if (!volta[d->index]) return NOT_SUPPORTED; /* Ampere and newer remap rows instead */
+    unsigned int n = cause == 0 ? 2u : 1u;      /* 0: multiple single-bit, 1: double-bit */
+    if (!addresses || *count < n) { *count = n; return INSUFFICIENT_SIZE; }
+    for (unsigned int i = 0; i < n; i++) addresses[i] = 0x1000ULL * (i + 1) + (unsigned long long)cause;
+    *count = n;
+    return OK;
+}
+
+#ifndef STUB_OLD_DRIVER
+typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gpuInstanceId, computeInstanceId; } process_t;
+
+static nvmlReturn_t processes_of(const char *file, device_t *d, unsigned int *count, process_t *infos) {
+    CHECK(d);
+    if (!d->is_mig && d->index == mig_index) return NO_PERMISSION; /* all instances' processes: privileged */
+    process_t found[64];
+    unsigned int n = 0;
+    FILE *f = file ? fopen(file, "r") : NULL;
+    char line[256];
+    while (f && n < 64 && fgets(line, sizeof line, f)) {
+        int index = -1, gi = -1;
+        unsigned int pid = 0;
+        unsigned long long bytes = 0;
+        if (sscanf(line, "%d %u %llu %d", &index, &pid, &bytes, &gi) < 3 || index != d->index) continue;
+        if (d->is_mig ? gi != d->gi : gi != -1) continue;
+        found[n++] = (process_t){pid, bytes, d->is_mig ? (unsigned int)d->gi : 0xFFFFFFFFu, d->is_mig ? 0u : 0xFFFFFFFFu};
+    }
+    if (f) fclose(f);
+    if (n == 0) { *count = 0; return OK; }
+    if (!infos || *count < n) { *count = n; return INSUFFICIENT_SIZE; }
+    memcpy(infos, found, n * sizeof *found);
+    *count = n;
+    return OK;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(device_t *d, unsigned int *count, process_t *infos) {
+    return processes_of(procs_file, d, count, infos);
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(device_t *d, unsigned int *count, process_t *infos) {
+    return processes_of(mps_procs_file, d, count, infos);
+}
+#endif
+
+#define EVENT_XID 0x8ULL
+
+typedef struct { unsigned long long registered[MAX_GPUS]; long delivered; } event_set_t;
+typedef struct { device_t *device; unsigned long long eventType, eventData; unsigned int gpuInstanceId, computeInstanceId; } event_data_t;
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(device_t *d, unsigned long long *types) {
+    CHECK(d); GPU_ONLY(d);
+    *types = no_events[d->index] ? 0x4ULL /* PState only */ : (0x1ULL | 0x2ULL | 0x4ULL | EVENT_XID);
+    return OK;
+}
+
+nvmlReturn_t nvmlEventSetCreate(event_set_t **set) {
+    if (!initialised) return UNINITIALIZED;
+    *set = calloc(1, sizeof **set);
+    return *set ? OK : INVALID_ARGUMENT;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(device_t *d, unsigned long long types, event_set_t *set) {
+    CHECK(d); GPU_ONLY(d);
+    if (no_events[d->index] && (types & EVENT_XID)) return NOT_SUPPORTED;
+    set->registered[d->index] |= types;
+    return OK;
+}
+
+/* the next undelivered line of the events file for a registered GPU, or -1 */
+static int next_event(event_set_t *set, int *index, unsigned long long *xid) {
+    FILE *f = events_file ? fopen(events_file, "r") : NULL;
+    if (!f) return -1;
+    char line[128];
+    long seen = 0;
+    int found = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (seen++ < set->delivered) continue;
+        set->delivered = seen;
+        int i = -1;
+        unsigned long long x = 0;
+        if (sscanf(line, "%d %llu", &i, &x) != 2 || i < 0 || i >= n_gpus) continue;
+        if (!(set->registered[i] & EVENT_XID)) continue;
+        *index = i; *xid = x; found = 0;
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(event_set_t *set, event_data_t *data, unsigned int timeoutms) {
+    if (!initialised) return UNINITIALIZED;
+    const struct timespec tick = {0, 10000000L}; /* 10 ms */
+    for (long waited = 0;; waited += 10) {
+        wait_while_blocked();
+        int index;
+        unsigned long long xid;
+        if (next_event(set, &index, &xid) == 0) {
+            *data = (event_data_t){&gpus[index], EVENT_XID, xid, 0xFFFFFFFFu, 0xFFFFFFFFu};
+            return OK;
+        }
+        if (waited >= (long)timeoutms) return TIMEOUT;
+        nanosleep(&tick, NULL);
+    }
+}
+
+nvmlReturn_t nvmlEventSetFree(event_set_t *set) { free(set); return OK; }
