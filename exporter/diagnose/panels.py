@@ -1,0 +1,23 @@
+"""Links to the overview dashboard's panels: its fixed uid, and each panel's id (held equal to the generated
+dashboards/overview.json by a test), with the window as its time range and the scope as its variables."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+UID = "llm-inference-overview"
+
+PANEL_IDS = {
+    "Time to first token": 0,
+}
+
+
+def link(grafana_url: str, panel: str, start_ms: int, end_ms: int, namespace: str, model: str) -> str:
+    params = [("from", str(start_ms)), ("to", str(end_ms))]
+    if namespace:
+        params.append(("var-namespace", namespace))
+    if model:
+        params.append(("var-model", model))
+    if panel in PANEL_IDS:
+        params.append(("viewPanel", str(PANEL_IDS[panel])))
+    return f"{grafana_url.rstrip('/')}/d/{UID}/?{urllib.parse.urlencode(params)}"
