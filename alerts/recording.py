@@ -187,9 +187,38 @@ def _bottleneck(t: Thresholds) -> list[Recording]:
     return out
 
 
+DIAGNOSIS_GROUP = "llm-inference.diagnosis"
+DIAGNOSIS = "llm:diagnosis"
+
+
+def _diagnosis(t: Thresholds) -> list[Recording]:
+    """`llm:diagnosis{stage, verdict, ...}`: one series for each verdict of `llm-exporter diagnose` that holds
+    now, from the very condition diagnose reads (over `latency_window` instead of its --window), so that the
+    dashboard's Diagnosis row and the command give one answer. Its value is the condition's (a share, GPUs,
+    seconds); its other labels say where (namespace, model, pod, workload, route)."""
+    from exporter.diagnose.limits import Limits
+    from exporter.diagnose.promql import Scope, render
+    from exporter.diagnose.registry import VERDICTS
+
+    limits = Limits.from_thresholds(t)
+    out = []
+    for verdict in VERDICTS:
+        if not verdict.condition:
+            continue
+        condition = render(verdict.queries(limits)[verdict.condition], Scope(window=t.latency_window))
+        labelled = f'label_replace({condition}, "stage", "{verdict.stage}", "", "")'
+        out.append(
+            Recording(DIAGNOSIS, DIAGNOSIS_GROUP, f'label_replace({labelled}, "verdict", "{verdict.id}", "", "")')
+        )
+    return out
+
+
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
-    return [Recording(r.name, r.group, scoped(r.expr, t.selector)) for r in (*_slo(t), *_replicas(), *_bottleneck(t))]
+    return [
+        Recording(r.name, r.group, scoped(r.expr, t.selector))
+        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_diagnosis(t))
+    ]
 
 
 def groups(t: Thresholds = DEFAULT) -> dict[str, list[Recording]]:

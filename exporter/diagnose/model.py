@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -108,8 +109,10 @@ class Verdict:
 
 def number(value: float) -> str:
     """A value as a person reads it: up to 3 significant digits, integers without a point."""
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
+    if math.isnan(value) or math.isinf(value):
+        return str(value)
+    if value == int(value) or abs(value) >= 100:
+        return str(round(value))
     return f"{value:.3g}"
 
 

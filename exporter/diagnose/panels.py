@@ -8,7 +8,18 @@ import urllib.parse
 UID = "llm-inference-overview"
 
 PANEL_IDS = {
-    "Time to first token": 0,
+    "Time to first token": 5,
+    "Queue per replica": 13,
+    "Prefix cache hit ratio per replica": 15,
+    "Route timeout vs request duration p99": 16,
+    "Routes that buffer": 17,
+    "Bottleneck": 19,
+    "Pending GPU pods by reason": 34,
+    "Cold start by phase": 35,
+    "Autoscaler held at a limit": 38,
+    "Engines up": 40,
+    "Missing canonical series": 42,
+    "Exporter collectors succeeding": 44,
 }
 
 

@@ -35,9 +35,10 @@ def render(template: str, scope: Scope, selector: str = "") -> str:
 
 
 def _tidy(expr: str) -> str:
-    """`{, a="b"}` and `{a="b", }` left by an empty scope matcher, written `{a="b"}`."""
+    """`{, a="b"}`, `{a="b", }` and `{}` left by an empty scope matcher, written `{a="b"}` and ``."""
     expr = re.sub(r"\{\s*,\s*", "{", expr)
-    return re.sub(r",\s*\}", "}", expr)
+    expr = re.sub(r",\s*\}", "}", expr)
+    return expr.replace("{}", "")
 
 
 def scoped(expr: str, selector: str) -> str:

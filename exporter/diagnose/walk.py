@@ -16,7 +16,8 @@ assert set(RANK) == set(STAGES)
 
 NAMESPACES = "group by (namespace) (last_over_time(llm_engine_info{}[$W]))"
 MODELS = "group by (namespace, model) (last_over_time(llm_requests_running{$NS}[$W]))"
-SCOPE_QUERIES = {"scope.namespaces": NAMESPACES, "scope.models": MODELS}
+TARGETS = 'count(last_over_time(up{job="llm-exporter"}[$W]))'
+SCOPE_QUERIES = {"scope.namespaces": NAMESPACES, "scope.models": MODELS, "scope.targets": TARGETS}
 
 
 class ScopeError(Exception):
@@ -55,7 +56,7 @@ def walk(r: Readings, start: str, namespace: str = "") -> Report:
     telemetry = [f for f in found if f.stage == "telemetry"]
     waiting = [w for w in who_waits(r) if w.reasons]
     namespaces = sorted({s.label("namespace") for s in r.samples("scope.namespaces")})
-    if not namespaces and not telemetry:
+    if not namespaces and (not telemetry or not r.samples("scope.targets")):
         raise ScopeError(
             f"no engine series (llm_engine_info) in the {r.window} up to {r.at}: the window is empty "
             "(is --at right, and does this Prometheus scrape the exporter?)"

@@ -41,7 +41,7 @@ def value(r: Readings, qid: str, namespace: str, model: str) -> float | None:
 
 def judge_for(
     verdict: Callable[[], Verdict],
-    describe: Callable[[Readings, str, str], tuple[str, list[str]]],
+    describe: Callable[[Readings, str, str], tuple[str, str, str, list[str]]],
     unless: Sequence[str] = (),
 ) -> Callable[[Readings, Sequence[Finding]], list[Finding]]:
     def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
@@ -51,7 +51,7 @@ def judge_for(
             ns, model = s.label("namespace"), s.label("model")
             if unless and explained(earlier, ns, model, unless):
                 continue
-            text, names = describe(r, ns, model)
+            resource, detail, consequence, names = describe(r, ns, model)
             evidence = [r.evidence(v.qid("share"), s.value)]
             for name in names:
                 reading = value(r, v.qid(name), ns, model)
@@ -59,7 +59,7 @@ def judge_for(
                     evidence.append(r.evidence(v.qid(name), reading))
             out.append(
                 v.finding(
-                    f"{ns}/{model} is bound by {text} for {percent(s.value)} of the window",
+                    f"{ns}/{model} is bound by {resource} for {percent(s.value)} of the window{detail}: {consequence}",
                     evidence,
                     ns,
                     model,

@@ -10,13 +10,14 @@ from exporter.diagnose.model import Readings, Verdict, seconds
 from exporter.diagnose.verdicts.bottleneck import judge_for, p99, queries_for, value
 
 
-def _describe(r: Readings, ns: str, model: str) -> tuple[str, list[str]]:
+def _describe(r: Readings, ns: str, model: str) -> tuple[str, str, str, list[str]]:
     prefill = value(r, VERDICT.qid("prefill_p99"), ns, model)
     decode = value(r, VERDICT.qid("decode_p99"), ns, model)
     detail = ""
     if prefill is not None and decode is not None:
         detail = f" (prefill {seconds(prefill)}, decode {seconds(decode)}, p99)"
-    return f"compute{detail}: requests wait although KV cache and bandwidth have room", ["prefill_p99", "decode_p99"]
+    consequence = "requests wait although KV cache and bandwidth have room"
+    return "compute", detail, consequence, ["prefill_p99", "decode_p99"]
 
 
 VERDICT: Verdict = Verdict(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from exporter.diagnose.limits import Limits
-from exporter.diagnose.model import Finding, Readings, Sample, Verdict, number
+from exporter.diagnose.model import Evidence, Finding, Readings, Sample, Verdict, number
 
 
 def queries(limits: Limits) -> dict[str, str]:
@@ -15,6 +15,8 @@ def queries(limits: Limits) -> dict[str, str]:
         "fragmented": 'llm_pending_pod_gpus_requested{reason="fragmented", $NS} > 0',
         "free": "max by (node, resource) (llm_node_gpus_free{}) > 0",
         "unschedulable": "max by (node) (llm_node_schedulable{}) == 0",
+        "usable": "sum by (resource) (max by (node, resource) (llm_node_gpus_free{})"
+        " and on (node) (max by (node) (llm_node_schedulable{}) == 1))",
     }
 
 
@@ -48,12 +50,17 @@ def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
         out.append(
             VERDICT.finding(
                 text,
-                [r.evidence(q("fragmented"), s.value), r.evidence(q("free"), sum(blocks))],
+                [r.evidence(q("fragmented"), s.value), *_usable(r, resource)],
                 ns,
                 weight=s.value,
             )
         )
     return out
+
+
+def _usable(r: Readings, resource: str) -> list[Evidence]:
+    q = VERDICT.qid("usable")
+    return [r.evidence(q, s.value) for s in r.samples(q) if s.label("resource") == resource]
 
 
 VERDICT = Verdict(

@@ -7,7 +7,7 @@ from exporter.diagnose.model import Readings, Verdict, number, percent
 from exporter.diagnose.verdicts.bottleneck import MODEL, judge_for, queries_for, value
 
 
-def _describe(r: Readings, ns: str, model: str) -> tuple[str, list[str]]:
+def _describe(r: Readings, ns: str, model: str) -> tuple[str, str, str, list[str]]:
     usage = value(r, VERDICT.qid("usage"), ns, model)
     preempted = value(r, VERDICT.qid("preemptions"), ns, model)
     parts = []
@@ -16,7 +16,7 @@ def _describe(r: Readings, ns: str, model: str) -> tuple[str, list[str]]:
     if preempted:
         parts.append(f"{number(preempted)} preemptions/s")
     detail = f" ({', '.join(parts)})" if parts else ""
-    return f"KV capacity{detail}: requests wait for cache blocks", ["usage", "preemptions"]
+    return "KV capacity", detail, "requests wait for cache blocks", ["usage", "preemptions"]
 
 
 VERDICT: Verdict = Verdict(

@@ -7,10 +7,10 @@ from exporter.diagnose.model import Readings, Verdict, seconds
 from exporter.diagnose.verdicts.bottleneck import judge_for, p99, queries_for, value
 
 
-def _describe(r: Readings, ns: str, model: str) -> tuple[str, list[str]]:
+def _describe(r: Readings, ns: str, model: str) -> tuple[str, str, str, list[str]]:
     itl = value(r, VERDICT.qid("itl_p99"), ns, model)
     detail = f" ({seconds(itl)} between tokens, p99)" if itl is not None else ""
-    return f"memory bandwidth{detail}: decode is at the GPU's limit", ["itl_p99"]
+    return "memory bandwidth", detail, "decode is at the GPU's limit", ["itl_p99"]
 
 
 VERDICT: Verdict = Verdict(
