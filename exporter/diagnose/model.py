@@ -111,6 +111,8 @@ def number(value: float) -> str:
     """A value as a person reads it: up to 3 significant digits, integers without a point."""
     if math.isnan(value) or math.isinf(value):
         return str(value)
+    # first to 9 digits: a float's last-bit noise must not move a half-way value (4.925) up one run, down the next
+    value = float(f"{value:.9g}")
     if value == int(value) or abs(value) >= 100:
         return str(round(value))
     return f"{value:.3g}"

@@ -1,6 +1,8 @@
-"""Telemetry: the cluster role's view of the API server is stale (LLMClusterViewStale) or absent: the
-autoscalers, pending pods, free GPUs and routes the scaling, placement and ingress stages read describe the
-past, or nothing."""
+"""Telemetry: the cluster role's view of the API server is stale (LLMClusterViewStale): the autoscalers,
+pending pods, free GPUs and routes the scaling, placement and ingress stages read describe the past.
+
+A cluster without the cluster role (a single node, the demo) is not a telemetry problem: those stages then
+find nothing, and a wait they might explain is reported as unexplained, saying they were not judged."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ def queries(limits: Limits) -> dict[str, str]:
 
 
 def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
-    out = [
+    return [
         VERDICT.finding(
             f"the cluster view of {s.label('instance')} is {number(s.value)} s old: autoscalers, pending pods, free "
             "GPUs and routes describe the past",
@@ -27,15 +29,6 @@ def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
         )
         for s in r.samples(VERDICT.qid("age"))
     ]
-    if r.samples(VERDICT.qid("absent")):
-        out.append(
-            VERDICT.finding(
-                "no cluster view (llm_kubernetes_last_sync_timestamp_seconds): without the cluster role the "
-                "scaling, placement and ingress stages cannot be judged",
-                [r.evidence(VERDICT.qid("absent"), 1)],
-            )
-        )
-    return out
 
 
 VERDICT = Verdict(
@@ -43,8 +36,8 @@ VERDICT = Verdict(
     stage="telemetry",
     owner="platform",
     panel="Exporter collectors succeeding",
-    fix="Deploy the cluster role (one replica per cluster), or restore its access to the API server (network "
-    "policy, RBAC after an upgrade); restart it if its watches are stuck.",
+    fix="Restore the cluster role's access to the API server (network policy, RBAC after an upgrade); restart it "
+    "if its watches are stuck.",
     queries=queries,
     judge=judge,
 )

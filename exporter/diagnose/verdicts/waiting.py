@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from exporter.diagnose.limits import Limits
 from exporter.diagnose.model import Finding, Readings, Sample, Verdict, explained, number, percent, seconds
-from exporter.diagnose.verdicts import route_buffering, route_timeout
+from exporter.diagnose.verdicts import cluster_view, route_buffering, route_timeout
 
 BY = "namespace, model"
 
@@ -91,6 +91,11 @@ CAUSES = ("routing", "scaling", "placement", "engine", "ingress")
 
 
 def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
+    blind = ""
+    if r.samples(cluster_view.VERDICT.qid("absent")):
+        blind = (
+            "; no cluster role reports autoscalers, pending pods or routes, so scaling and placement were not judged"
+        )
     out = []
     for wait in who_waits(r):
         if not wait.reasons or explained(earlier, wait.namespace, wait.model, CAUSES):
@@ -104,7 +109,8 @@ def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
         out.append(
             VERDICT.finding(
                 f"users of {wait.namespace}/{wait.model} wait ({', '.join(wait.reasons)}) and no stage explains it: "
-                + wait.summary().split(": ", 1)[1],
+                + wait.summary().split(": ", 1)[1]
+                + blind,
                 evidence,
                 wait.namespace,
                 wait.model,
