@@ -29,7 +29,9 @@ def rule_groups(t: Thresholds = DEFAULT) -> list[dict[str, Any]]:
         {
             "name": name,
             "interval": t.evaluation_interval,
-            "rules": [{"record": r.name, "expr": r.expr} for r in members],
+            "rules": [
+                {"record": r.name, "expr": r.expr, **({"labels": dict(r.labels)} if r.labels else {})} for r in members
+            ],
         }
         for name, members in recording.groups(t).items()
     ]

@@ -35,6 +35,7 @@ class Recording:
     name: str
     group: str
     expr: str
+    labels: tuple[tuple[str, str], ...] = ()  # static labels the rule adds (several rules, one name)
 
 
 _LLM_SELECTOR = re.compile(r"\b(llm_[a-z0-9_]+)(?:\{([^}]*)\})?")
@@ -187,9 +188,37 @@ def _bottleneck(t: Thresholds) -> list[Recording]:
     return out
 
 
+DIAGNOSIS_GROUP = "llm-inference.diagnosis"
+DIAGNOSIS = "llm:diagnosis"
+
+
+def _diagnosis(t: Thresholds) -> list[Recording]:
+    """`llm:diagnosis{stage, verdict, ...}`: one series for each verdict of `llm-exporter diagnose` that holds
+    now, from the very condition diagnose reads (over `latency_window` instead of its --window), so that the
+    dashboard's Diagnosis row and the command give one answer. The rule's labels name the stage and verdict;
+    its value is the condition's (a share, GPUs, seconds); its other labels say where (namespace, model, pod,
+    workload, route)."""
+    from exporter.diagnose.limits import Limits
+    from exporter.diagnose.promql import Scope, render
+    from exporter.diagnose.registry import VERDICTS
+
+    limits = Limits.from_thresholds(t)
+    out = []
+    for verdict in VERDICTS:
+        if not verdict.condition:
+            continue
+        condition = render(verdict.queries(limits)[verdict.condition], Scope(window=t.latency_window))
+        labels = (("stage", verdict.stage), ("verdict", verdict.id))
+        out.append(Recording(DIAGNOSIS, DIAGNOSIS_GROUP, condition, labels))
+    return out
+
+
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
-    return [Recording(r.name, r.group, scoped(r.expr, t.selector)) for r in (*_slo(t), *_replicas(), *_bottleneck(t))]
+    return [
+        Recording(r.name, r.group, scoped(r.expr, t.selector), r.labels)
+        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_diagnosis(t))
+    ]
 
 
 def groups(t: Thresholds = DEFAULT) -> dict[str, list[Recording]]:

@@ -1,9 +1,9 @@
 # ruff: noqa: N999 - grafanalib's loader convention: a `dashboard` variable in a *.dashboard.py file
 """The one shared link: the story of one request, from the user's wait down to the GPU and its placement.
 
-Read top to bottom: users (are they waiting?), queue (why?), engine (prefill or decode bound, cache
-pressure), GPU (memory, bandwidth), placement (can another replica be scheduled?), telemetry health (can
-these panels be trusted?). Regenerate with `python -m exporter.bundle`.
+Read top to bottom: the diagnosis (the verdicts of `llm-exporter diagnose`), users (are they waiting?), queue
+(why?), engine (prefill or decode bound, cache pressure), GPU (memory, bandwidth), placement (can another
+replica be scheduled?), telemetry health (can these panels be trusted?). Regenerate with `python -m exporter.bundle`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,34 @@ def _latency(metric: str, qs: tuple[float, ...]) -> list[Query]:
     legend = "{{namespace}}/{{model}}"
     return [Query(quantile(q, metric, ENGINE, BY_MODEL), f"p{round(q * 100)} {legend}") for q in qs]
 
+
+# Diagnosis: the verdicts of `llm-exporter diagnose` as recording rules (llm:diagnosis), so that the platform
+# and the application teams open one link and read the same answer before any graph.
+_DIAGNOSIS = selector("llm:diagnosis", SOURCE)
+
+diagnosis = Row(
+    "Diagnosis: which stage makes users wait, and who owns the fix",
+    [
+        table(
+            "Verdicts holding now",
+            [Query(_DIAGNOSIS, "")],
+            unit="short",
+            width=16,
+            description="One line per verdict of `llm-exporter diagnose` that holds now (recording rule "
+            "llm:diagnosis): stage (routing, scaling, placement, engine, ingress, telemetry), verdict, and where "
+            "(namespace, model, pod, workload, route); the value is the condition's (a share, GPUs, seconds). Empty "
+            "is good. docs/diagnose.md gives each verdict's fix and owner; the command adds the evidence.",
+        ),
+        timeseries(
+            "Verdicts by stage",
+            [Query(f"count by (stage, verdict) ({_DIAGNOSIS})", "{{stage}} {{verdict}}")],
+            unit="short",
+            width=8,
+            description="How many places each verdict held over time: when a stage started to make users wait. "
+            "Telemetry verdicts (a missing canonical series, an engine down) come first: the others rest on them.",
+        ),
+    ],
+)
 
 users = Row(
     "Users: is anyone waiting?",
@@ -565,6 +593,6 @@ dashboard = build_dashboard(
     title="LLM inference: overview",
     uid=UID,
     description="Is anyone waiting on LLM inference, and why: users, queue, engine, GPU, placement, telemetry.",
-    rows=[users, queue, routing, engine, gpu, placement, health],
+    rows=[diagnosis, users, queue, routing, engine, gpu, placement, health],
     tags=["llm-inference-exporter", "llm", "vllm", "gpu"],
 )

@@ -1,7 +1,9 @@
 """The demo's Prometheus: scrapes the exporter every second and evaluates the project's alert rules.
 
-Used in a checkout (the repository's `alerts/` package is importable), with the Prometheus 3 the test suite
-runs: `scripts/build-peers.sh` builds it from its pinned Go module into the cache on first use. It also
+Used in a checkout (the repository's `alerts/` package is importable). Any Prometheus 2.40+ serves the demo,
+so the first that is there wins: a `prometheus` on PATH, the Prometheus 3 the test suite built into the cache,
+the distribution's package (Debian's `prometheus`, installed when running as root with apt), and only as the
+last resort a build from the pinned Go module (`scripts/build-peers.sh`, minutes). It also
 scrapes the engine itself (job "vllm"), as a user's dashboards on vLLM's own names would. The rules are
 rendered from the same source as the shipped ones, with demo thresholds: short `for` durations and a TTFT
 threshold a CPU burst of the tiny model crosses.
@@ -10,16 +12,23 @@ threshold a CPU burst of the tiny model crosses.
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
 import subprocess
 import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
 from exporter.demo.vllm_env import Progress, cache_dir, free_port
+
+if TYPE_CHECKING:
+    from alerts.thresholds import Thresholds
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "scripts" / "build-peers.sh"
@@ -34,11 +43,52 @@ def available() -> bool:
     return BUILD.is_file()
 
 
+MINIMUM = (2, 40)
+_VERSION = re.compile(r"prometheus, version (\d+)\.(\d+)")
+
+
+def version(path: str) -> tuple[int, int] | None:
+    """`prometheus --version`'s major and minor, None when it does not run or say."""
+    try:
+        done = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20, check=False)
+    except OSError:
+        return None
+    m = _VERSION.search(done.stdout + done.stderr)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _usable(path: str | None) -> bool:
+    found = version(path) if path else None
+    return found is not None and found >= MINIMUM
+
+
+def _debian_package(progress: Progress) -> str | None:
+    """Debian's (or Ubuntu's) prometheus package, installed with apt-get when running as root."""
+    if shutil.which("apt-get") is None or shutil.which("apt-cache") is None or os.geteuid() != 0:
+        return None
+    policy = subprocess.run(["apt-cache", "policy", "prometheus"], capture_output=True, text=True, check=False)
+    if "Candidate:" not in policy.stdout or "Candidate: (none)" in policy.stdout:
+        return None
+    progress("installing the distribution's prometheus package (apt-get install prometheus)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    command = ["apt-get", "install", "-y", "--no-install-recommends", "prometheus"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    path = shutil.which("prometheus") or "/usr/bin/prometheus"
+    return path if done.returncode == 0 and _usable(path) else None
+
+
 def binary(progress: Progress) -> str | None:
-    """Prometheus 3 from the cache, built first when missing; None (said why) when it cannot be."""
+    """A Prometheus 2.40+: on PATH, cached, from the distribution, else built; None (said why) when none is."""
+    on_path = shutil.which("prometheus")
+    if on_path is not None and _usable(on_path):
+        progress(f"using {on_path} (Prometheus {'.'.join(map(str, version(on_path) or ()))})")
+        return on_path
     path = cache_dir() / "bin" / "prometheus"
     if path.is_file():
         return str(path)  # any cached 3.x will do; the build script would wait on another build's lock
+    packaged = _debian_package(progress)
+    if packaged is not None:
+        return packaged
     progress("building Prometheus 3 from its pinned Go module (first run only, a few minutes; needs Go 1.26+ "
              "or the Go module proxy to fetch it)")  # fmt: skip
     done = subprocess.run(["bash", str(BUILD), "prometheus"], capture_output=True, text=True, check=False)
@@ -54,6 +104,8 @@ def binary(progress: Progress) -> str | None:
 class DemoPrometheus:
     process: subprocess.Popen[bytes]
     url: str
+    thresholds: Thresholds | None = None  # the demo's, which the rules were rendered with
+    started: float = 0.0
 
     def firing(self) -> list[str]:
         """Names (with namespace/model when present) of the alerts firing now."""
@@ -130,7 +182,7 @@ def start(prometheus: str, exporter_address: str, engine_address: str, workdir: 
         f"--web.listen-address=127.0.0.1:{port}",
     ]
     process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    server = DemoPrometheus(process, f"http://127.0.0.1:{port}")
+    server = DemoPrometheus(process, f"http://127.0.0.1:{port}", demo, time.time())
     for _ in range(100):
         try:
             with urllib.request.urlopen(server.url + "/-/ready", timeout=1):

@@ -4,7 +4,8 @@ Starts the real vLLM CPU server with the tiny model, the exporter in front of it
 prompts, and prints TTFT p99 and queue depth live from the exporter's own `llm_*` output; then vLLM's served
 /metrics renames `kv_cache_usage_perc` (a loopback proxy in front of the engine, as an upgrade would), and the
 demo's Prometheus shows the dashboard's KV cache query go empty while `llm_*` keeps flowing and
-`LLMMetricMissing` fires.
+`LLMMetricMissing` fires. After the burst and after the rename it runs `llm-exporter diagnose` on its own
+Prometheus and prints the Markdown a person would paste into the incident channel.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from exporter import config, roles, server
-from exporter.demo import live, prometheus, vllm_env
+from exporter.demo import live, prometheus, verdict, vllm_env
 from exporter.demo.proxy import RenamingProxy
 
 P99 = "histogram_quantile(0.99, sum by (le) (rate(llm_time_to_first_token_seconds_bucket[1m])))"
@@ -109,7 +110,10 @@ def run(args: argparse.Namespace) -> int:
             alerts.wait_for("LLMTimeToFirstTokenP99High", 20.0)
             seen = prom.query(P99)
             print(f"Prometheus: {P99} = {seen[0][1] if seen else 'no data'}", flush=True)
+            verdict.paste(prom, "after the burst")
         _silent_rename(proxy, metrics_url, prom, alerts, step)
+        if prom is not None:
+            verdict.paste(prom, "after the rename")
     finally:
         if prom is not None:
             prom.stop()

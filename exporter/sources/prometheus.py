@@ -81,8 +81,10 @@ class HttpPrometheus:
             raise PrometheusError(str(error), status)
         return body["data"]
 
-    def query(self, expr: str) -> list[dict[str, Any]]:
-        data = self._call("/api/v1/query", {"query": expr})
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """An instant query, evaluated now or at `at` (Unix seconds)."""
+        form = {"query": expr} if at is None else {"query": expr, "time": f"{at:.3f}"}
+        data = self._call("/api/v1/query", form)
         if data.get("resultType") in ("scalar", "string"):
             return [{"metric": {}, "value": data["result"]}]
         result = data.get("result", [])

@@ -174,3 +174,24 @@ def test_an_xid_alert_names_the_pod_and_model_on_its_gpu(stack: dict[str, Any]) 
     }
     assert alert["annotations"]["summary"] == "GPU 0 on gpu-0 reported XID 13 (1 in 10m)."
     assert "Pod demo/vllm-0 (container vllm, model tiny) runs on it." in alert["annotations"]["description"]
+
+
+def test_diagnose_names_the_replica_the_scheduler_cannot_place(stack: dict[str, Any]) -> None:
+    """`llm-exporter diagnose` on the real cluster role's view: the 4-GPU replica the kube-scheduler leaves
+    Unschedulable on 2/2/1/1 free GPUs is the placement verdict, with the arithmetic, for the namespace whose
+    engine queues."""
+    import time
+
+    from exporter.diagnose.collect import read, rfc3339
+    from exporter.diagnose.promql import Scope
+    from exporter.diagnose.walk import walk
+
+    prom = stack["prometheus"]
+    wait_for(lambda: bool(query(prom, 'llm:diagnosis{verdict="placement.fragmented"}')), 60, "the Diagnosis row")
+    at = time.time()
+    report = walk(read(HttpPrometheus(prom), Scope("demo"), at), rfc3339(at - 900), "demo")
+    placement = [f for f in report.findings if f.stage == "placement"]
+    assert [f.verdict for f in placement] == [
+        "demo/vllm-big-0 is Pending: 4 nvidia.com/gpu on one node needed; 6 free as 2/2/1/1 on 4 node(s)"
+    ], report
+    assert report.telemetry == () and report.findings[0] == placement[0]

@@ -1,0 +1,98 @@
+"""`llm-exporter diagnose`: walk the stages of a slow request against a Prometheus and print the verdicts.
+
+Exit 0 when nobody waits, 1 with findings, 2 when the telemetry cannot tell (what is missing is named) or the
+input is bad (an unreachable or refusing Prometheus, a namespace or model without series, an empty window).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import sys
+import time
+
+from exporter.diagnose import render
+from exporter.diagnose.collect import Progress, read, rfc3339
+from exporter.diagnose.limits import DEFAULT
+from exporter.diagnose.promql import Scope
+from exporter.diagnose.walk import ScopeError, walk
+from exporter.sources.prometheus import HttpPrometheus, PrometheusError, read_secret
+
+_DURATION = re.compile(r"^([0-9]+)(s|m|h|d|w)$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prometheus", required=True, metavar="URL", help="the Prometheus (or Thanos) to read")
+    p.add_argument("--namespace", default="", help="only this namespace (default: every namespace)")
+    p.add_argument("--model", default="", help="only this model (default: every model)")
+    p.add_argument("--at", default="now", metavar="RFC3339|now", help="the end of the window (default: now)")
+    p.add_argument("--window", default="15m", help="how far back to judge, a Prometheus duration (default: 15m)")
+    p.add_argument("--output", choices=("text", "markdown", "json"), default="text", help="default: text")
+    p.add_argument("--bearer-token-file", metavar="FILE", help="send the token in this file to Prometheus")
+    p.add_argument("--grafana-url", default="", metavar="URL", help="link each finding to its dashboard panel")
+
+
+def parse_at(value: str, now: float) -> float:
+    if value == "now":
+        return now
+    try:
+        at = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--at {value!r}: not RFC 3339 (2026-01-31T14:15:00Z) or 'now'") from None
+    if at.tzinfo is None:
+        raise ValueError(f"--at {value!r}: give the time zone (Z or +01:00)")
+    return at.timestamp()
+
+
+def window_seconds(value: str) -> int:
+    m = _DURATION.match(value)
+    if not m or int(m[1]) == 0:
+        raise ValueError(f"--window {value!r}: a positive Prometheus duration such as 15m, 1h or 90s")
+    return int(m[1]) * _UNIT_SECONDS[m[2]]
+
+
+def explain(error: PrometheusError, url: str) -> str:
+    """The Prometheus error as a person can act on it."""
+    if error.status == 401:
+        return f"{url} answered 401 Unauthorized: give a valid token with --bearer-token-file"
+    if error.status == 403:
+        return f"{url} answered 403 Forbidden: the token is valid but may not query"
+    if error.status == 404:
+        return f"{url} answered 404: not a Prometheus API root (give the URL /api/v1/query lives under)"
+    return str(error)
+
+
+def _progress() -> Progress | None:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(stage: str, done: int, total: int) -> None:
+        end = "\n" if stage == "done" else ""
+        print(f"\rdiagnose: {stage:<10} {done}/{total} queries", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        at = parse_at(args.at, time.time())
+        span = window_seconds(args.window)
+        token = read_secret(args.bearer_token_file, "--bearer-token-file") if args.bearer_token_file else ""
+        source = HttpPrometheus(args.prometheus, bearer_token=token)
+    except (ValueError, PrometheusError) as exc:
+        print(f"llm-exporter diagnose: {exc}", file=sys.stderr)
+        return 2
+    scope = Scope(args.namespace, args.model, args.window)
+    try:
+        readings = read(source, scope, at, DEFAULT, _progress())
+        report = walk(readings, rfc3339(at - span), args.namespace)
+    except PrometheusError as exc:
+        print(f"llm-exporter diagnose: {explain(exc, args.prometheus)}", file=sys.stderr)
+        return 2
+    except ScopeError as exc:
+        print(f"llm-exporter diagnose: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(render.RENDERERS[args.output](report, args.grafana_url))
+    return report.exit_code

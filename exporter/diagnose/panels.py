@@ -1,0 +1,34 @@
+"""Links to the overview dashboard's panels: its fixed uid, and each panel's id (held equal to the generated
+dashboards/overview.json by a test), with the window as its time range and the scope as its variables."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+UID = "llm-inference-overview"
+
+PANEL_IDS = {
+    "Time to first token": 5,
+    "Queue per replica": 13,
+    "Prefix cache hit ratio per replica": 15,
+    "Route timeout vs request duration p99": 16,
+    "Routes that buffer": 17,
+    "Bottleneck": 19,
+    "Pending GPU pods by reason": 34,
+    "Cold start by phase": 35,
+    "Autoscaler held at a limit": 38,
+    "Engines up": 40,
+    "Missing canonical series": 42,
+    "Exporter collectors succeeding": 44,
+}
+
+
+def link(grafana_url: str, panel: str, start_ms: int, end_ms: int, namespace: str, model: str) -> str:
+    params = [("from", str(start_ms)), ("to", str(end_ms))]
+    if namespace:
+        params.append(("var-namespace", namespace))
+    if model:
+        params.append(("var-model", model))
+    if panel in PANEL_IDS:
+        params.append(("viewPanel", str(PANEL_IDS[panel])))
+    return f"{grafana_url.rstrip('/')}/d/{UID}/?{urllib.parse.urlencode(params)}"

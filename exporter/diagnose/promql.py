@@ -1,0 +1,54 @@
+"""The verdicts' PromQL templates made concrete: the scope's label matchers, the window and the job selector.
+
+A template writes `$NS` where the namespace matcher goes, `$NSM` for namespace and model, `$W` for the
+window, inside its selectors' braces: `llm_engine_up{$NS} == 0`. Rendered without a scope (the recording
+rules of the dashboard's Diagnosis row) the braces stay empty, which PromQL accepts after a metric name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+_LLM_SELECTOR = re.compile(r"\b(llm_[a-z0-9_]+)(?:\{([^}]*)\})?")
+
+
+@dataclass(frozen=True)
+class Scope:
+    namespace: str = ""
+    model: str = ""
+    window: str = "15m"
+
+
+def quote(value: str) -> str:
+    """A PromQL string literal (its escapes are Go's, which JSON's are a subset of)."""
+    return json.dumps(value)
+
+
+def render(template: str, scope: Scope, selector: str = "") -> str:
+    ns = f"namespace={quote(scope.namespace)}" if scope.namespace else ""
+    nsm = ", ".join(m for m in (ns, f"model={quote(scope.model)}" if scope.model else "") if m)
+    expr = template.replace("$NSM", nsm).replace("$NS", ns).replace("$W", scope.window)
+    expr = _tidy(expr)
+    return scoped(expr, selector)
+
+
+def _tidy(expr: str) -> str:
+    """`{, a="b"}`, `{a="b", }` and `{}` left by an empty scope matcher, written `{a="b"}` and ``."""
+    expr = re.sub(r"\{\s*,\s*", "{", expr)
+    expr = re.sub(r",\s*\}", "}", expr)
+    return expr.replace("{}", "")
+
+
+def scoped(expr: str, selector: str) -> str:
+    """`expr` with `selector` (e.g. `job="llm-exporter"`) added to every llm_* metric selector in it, as the
+    bundle's rules have it (alerts/recording.py), so another job exposing the same names is not read."""
+    if not selector:
+        return expr
+
+    def add(m: re.Match[str]) -> str:
+        inner = f"{selector}, {m[2]}" if m[2] and m[2].strip() else selector
+        return f"{m[1]}{{{inner}}}"
+
+    return _LLM_SELECTOR.sub(add, expr)
