@@ -14,12 +14,12 @@ PANEL_IDS = {
     "Route timeout vs request duration p99": 16,
     "Routes that buffer": 17,
     "Bottleneck": 19,
-    "Pending GPU pods by reason": 34,
-    "Cold start by phase": 35,
-    "Autoscaler held at a limit": 38,
-    "Engines up": 40,
-    "Missing canonical series": 42,
-    "Exporter collectors succeeding": 44,
+    "Pending GPU pods by reason": 38,
+    "Cold start by phase": 39,
+    "Autoscaler held at a limit": 42,
+    "Engines up": 45,
+    "Missing canonical series": 47,
+    "Exporter collectors succeeding": 49,
 }
 
 
