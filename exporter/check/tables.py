@@ -134,9 +134,7 @@ def derive(vllm_source: Mapping[str, Any], engine_source: Mapping[str, Any]) -> 
         table = engine_source[key]
         named = {engine_releases.release_name(ours, k): v for k, v in table.items()}
         order = sorted(enumerate(named), key=lambda p: engine_releases._key(ours, p[0], p[1]))
-        engines[ours] = _engine(
-            [v for _, v in order], named, lambda m, _v: (m.get("enabled_when") or [None])[0]
-        )
+        engines[ours] = _engine([v for _, v in order], named, lambda m, _v: (m.get("enabled_when") or [None])[0])
     return {"sources": ["data/vllm_metrics_by_version.json", "data/engine_metrics_by_version.json"], "engines": engines}
 
 
