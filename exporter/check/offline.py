@@ -3,7 +3,8 @@
 A selector of an engine's name is *data* when that release writes the sample by default, *flag* when only a
 flag or feature shows it (reported, not failed), *empty* otherwise (with why, from `names`, and the successor
 for `--fix`); a name no engine's table owns (kube-state-metrics, DCGM, recording rules, the router's own) is
-*not judged*, as is an engine given no `--against`. The query's verdict follows from its structure (`judge`).
+*not judged*, as is an engine given no `--against`, and a name with an engine's prefix that no release of that
+engine ever wrote and no lint corrects (production-stack's router writes `vllm:current_qps`). The query's verdict follows from its structure (`judge`).
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class OfflineChecker:
         found = names.explain(name, target.version, target.table)
         if found is None:  # not reached: explain answers for every name the release does not write
             return Verdict(UNJUDGED, f"{name}: not judged")
+        if found.rule == "unknown":  # the engine's prefix, but no release of it ever wrote it: another producer's
+            text = f"{name}: not judged: {found.text} (another producer's name, a router's or a gateway's?)"
+            return Verdict(UNJUDGED, text)
         state = FLAG if found.state == "flag" else EMPTY
         return Verdict(state, f"{name}: {found.text}", found.rule, found.replacement)
 
