@@ -141,7 +141,9 @@ def test_kubeai_dashboard_on_vllm_033_and_010() -> None:
 
 def test_fix_renames_histogram_samples_and_keeps_variables() -> None:
     checker = offline("vllm==0.33.0")
-    results = {r.query.where: r for r in map(checker.check, file_queries(CORPUS / "kubeai-vllm-grafana-dashboard.json"))}
+    results = {
+        r.query.where: r for r in map(checker.check, file_queries(CORPUS / "kubeai-vllm-grafana-dashboard.json"))
+    }
     assert results["panel 'GPU Cache Usage' query A"].fix == 'vllm:kv_cache_usage_perc{model_name="$model_name"}'
     assert results["panel 'Time Per Output Token Latency' query E"].fix == (
         'rate(vllm:inter_token_latency_seconds_sum{model_name="$model_name"}[$__rate_interval])\n/\n'
@@ -387,9 +389,11 @@ def test_sarif_output_is_structurally_valid(tmp_path: Path) -> None:
         [("renamed", "error")] * 6 + [("removed", "error"), ("or-constant-hides-empty", "warning")]
     )
     kv = next(r for r in run_["results"] if "gpu_cache_usage_perc{" in r["message"]["text"])
-    line = (CORPUS / "kubeai-vllm-grafana-dashboard.json").read_text().splitlines()[
-        kv["locations"][0]["physicalLocation"]["region"]["startLine"] - 1
-    ]
+    line = (
+        (CORPUS / "kubeai-vllm-grafana-dashboard.json")
+        .read_text()
+        .splitlines()[kv["locations"][0]["physicalLocation"]["region"]["startLine"] - 1]
+    )
     assert "vllm:gpu_cache_usage_perc" in line
 
 
