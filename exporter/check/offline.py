@@ -4,7 +4,8 @@ A selector of an engine's name is *data* when that release writes the sample by 
 flag or feature shows it (reported, not failed), *empty* otherwise (with why, from `names`, and the successor
 for `--fix`); a name no engine's table owns (kube-state-metrics, DCGM, recording rules, the router's own) is
 *not judged*, as is an engine given no `--against`, and a name with an engine's prefix that no release of that
-engine ever wrote and no lint corrects (production-stack's router writes `vllm:current_qps`). The query's verdict follows from its structure (`judge`).
+engine ever wrote and no lint corrects (production-stack's router writes `vllm:current_qps`). The query's
+verdict follows from its structure (`judge`).
 """
 
 from __future__ import annotations

@@ -238,7 +238,8 @@ def _converting(path: Path) -> list[str]:
          "vllm:e2e_request_latency_seconds_sum"),
         ("rate(tgi_request_skipped_tokens_bucket[5m])", "tgi==3.3.7", "summary-no-buckets",
          "tgi_request_skipped_tokens is a summary from TGI 2.3.0 on: it has no buckets; use "
-         "tgi_request_skipped_tokens{quantile=...}, tgi_request_skipped_tokens_sum or tgi_request_skipped_tokens_count"),
+         "tgi_request_skipped_tokens{quantile=...}, tgi_request_skipped_tokens_sum or "
+         "tgi_request_skipped_tokens_count"),
         ("rate(sglang:num_retracted_reqs_total[5m])", "sglang==0.5.23", "look-alike",
          "no SGLang release exposes sglang:num_retracted_reqs_total; the counter of retracted requests is "
          "sglang:num_retracted_requests_total (sglang:num_retracted_reqs is the gauge of the last batch)"),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from exporter.check.evaluate import Checker
-from exporter.check.inputs import file_queries
+from exporter.check.inputs import BadFileError, file_queries
 from exporter.check.offline import OfflineChecker, parse_target
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.replay import FakeEngine
@@ -73,7 +73,7 @@ def test_offline_verdicts_agree_with_live_check(prom: str, tmp_path: Path) -> No
     for path in files:
         try:
             queries = file_queries(path, lookup=HttpPrometheus(prom))
-        except Exception:  # the corpus's invalid adapter sample: both modes report it as bad input
+        except BadFileError:  # the corpus's invalid adapter sample: both modes report it as bad input
             continue
         for q in queries:
             mine = offline.check(q)
