@@ -124,11 +124,12 @@ def run(args: argparse.Namespace) -> int:
         checker = Checker(prometheus, lookback=args.lookback)
         results = {path: [checker.check(q) for q in queries] for path, queries in by_file.items()}
     else:
-        offline = OfflineChecker(against.values(), converting)
+        recorded = {_recorded(q) for qs in by_file.values() for q in qs} - {""}
+        offline = OfflineChecker(against.values(), converting, recorded)
         results = {path: [offline.check(q) for q in queries] for path, queries in by_file.items()}
         scope = f"on {offline.describe()}"
         if before:
-            old = OfflineChecker({**against, **before}.values(), converting)
+            old = OfflineChecker({**against, **before}.values(), converting, recorded)
             results = {path: _broken(old, rs) for path, rs in results.items()}
             scope = f"broken by the upgrade from {old.describe()} to {offline.describe()}"
     flat = [r for rs in results.values() for r in rs]
@@ -145,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
     if errors or any(r.status == "error" for r in flat):
         return 2
     return 1 if any(r.status in ("empty", "warning") for r in flat) else 0
+
+
+def _recorded(query: Query) -> str:
+    """The name a recording rule records ("" for any other query)."""
+    return query.where.removeprefix("recording rule ") if query.where.startswith("recording rule ") else ""
 
 
 def _targets(texts: list[str]) -> dict[str, Target]:

@@ -108,6 +108,12 @@ class Checker:
         if last is not None:
             ago = "" if math.isnan(last) else f", last seen {_duration((self.now or time.time()) - last)} ago"
             return f"{tag}{sel.name}: disappeared: present in the last {self.lookback} but not now{ago}"
+        native = self._native(sel.name)
+        if native:
+            rules.append("native-histogram-bucket")
+            if sel.name.endswith("_bucket") and renames is not None:
+                renames[sel.name] = sel.name.removesuffix("_bucket")
+            return f"{tag}{sel.name}: never present in the last {self.lookback}: {native}"
         lint = self._lint(sel.name)
         if lint is not None:
             rules.append(lint.rule)
@@ -124,6 +130,21 @@ class Checker:
         return f"{tag}{sel.name}: never present in the last {self.lookback} (not scraped, or renamed)" + (
             f"; {hint}" if hint else ""
         )
+
+    def _native(self, name: str) -> str:
+        """Why a classic histogram's sample is missing when Prometheus stores the family as a native histogram
+        (the scrape's `convert_classic_histograms_to_nhcb`): "" when it does not."""
+        family, suffix = re.subn(r"_(bucket|sum|count)$", "", name)
+        if not suffix or not self._count(f"{{__name__={_quote(family)}}}"):
+            return ""
+        part = name[len(family) :]
+        use = (
+            f"query {family} (histogram_quantile reads it as is)"
+            if part == "_bucket"
+            else (f"use {'histogram_sum' if part == '_sum' else 'histogram_count'}({family})")
+        )
+        stored = f"Prometheus stores {family} as a native histogram (the scrape converts classic ones)"
+        return f"{stored}: no {part} series; {use}"
 
     def _lint(self, name: str) -> names.Finding | None:
         """What the release tables say that the history does not: a flag the family needs, a wrong separator,
@@ -224,6 +245,10 @@ def scale_from_zero_reason(query: Query) -> str:
         "pods themselves write: at zero replicas nothing writes them, so the trigger can never activate; keep "
         "minReplicaCount at 1, or trigger on series that exist without the pods (a gateway's or router's queue)"
     )
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def anchored_name(sel: Selector) -> str:

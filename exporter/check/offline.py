@@ -62,15 +62,18 @@ class Verdict:
 
 
 class OfflineChecker:
-    def __init__(self, targets: Iterable[Target], converting: Sequence[str] = ()) -> None:
+    def __init__(self, targets: Iterable[Target], converting: Sequence[str] = (), recorded: Iterable[str] = ()) -> None:
         self.targets: Mapping[str, Target] = {t.table.engine: t for t in targets}
         self.converting = tuple(converting)  # where the scrape stores classic histograms as native ones
+        self.recorded = frozenset(recorded)  # names the given rule files record: theirs, not the engine's
 
     def describe(self) -> str:
         return ", ".join(f"{t.table.label} {t.version}" for t in self.targets.values())
 
     def verdict(self, sel: Selector) -> Verdict:
         name = sel.name or anchored_name(sel)
+        if name in self.recorded:
+            return Verdict(UNJUDGED, f"{name}: not judged: a recording rule of the files checked")
         table = owner(name) if name else None
         if table is None:
             return Verdict(UNJUDGED, f"{name or sel}: not judged: no engine's release table owns it")

@@ -402,3 +402,14 @@ def test_query_outside_any_engine_is_not_judged() -> None:
     result = offline("vllm==0.33.0").check(Query("f", "w", 'kube_pod_status_ready{condition="true"}'))
     assert result.status == "unjudged"
     assert result.reasons == ["kube_pod_status_ready: not judged: no engine's release table owns it"]
+
+
+def test_names_the_files_record_are_theirs(tmp_path: Path) -> None:
+    path = tmp_path / "rules.yaml"
+    path.write_text(
+        "groups:\n- name: g\n  rules:\n  - record: vllm:queue_total:sum\n    expr: sum(vllm:num_requests_waiting)\n"
+        "  - alert: Queue\n    expr: vllm:queue_total:sum > 10\n"
+    )
+    done = run("--against", "vllm==0.33.0", "--output", "json", str(path))
+    assert done.returncode == 0, done.stdout
+    assert [r["status"] for r in json.loads(done.stdout)["results"]] == ["ok", "unjudged"]

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from exporter.check import scrape
 from exporter.check.evaluate import Checker
-from exporter.check.inputs import BadFileError, file_queries
+from exporter.check.inputs import BadFileError, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, parse_target
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.replay import FakeEngine
@@ -96,3 +97,31 @@ def test_offline_verdicts_agree_with_live_check(prom: str, tmp_path: Path) -> No
     hidden = by_expr["sum(vllm:gpu_cache_usage_perc) or vector(0)"]
     assert (hidden.status, hidden.rules) == ("warning", ["or-constant-hides-empty"])
     assert by_expr["sum(vllm:kv_cache_usage_perc) or vector(0)"].status == "ok"
+
+
+def test_native_histograms_read_the_same_both_ways(tmp_path: Path) -> None:
+    # the scrape converts vLLM's classic histograms to native ones: no _bucket series in Prometheus
+    expr = "histogram_quantile(0.9, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))"
+    config = tmp_path / "prometheus.yml"
+    vllm = FakeEngine()
+    try:
+        job = {**static_job("vllm", [vllm.url]), "convert_classic_histograms_to_nhcb": True}
+        config.write_text(json.dumps({"scrape_configs": [job]}))
+        with prometheus(tmp_path / "prom", [job]) as url:
+            wait_for(lambda: bool(query(url, "count_over_time(vllm:request_success_total[1m]) > 3")), 60, "scrapes")
+            (q,) = file_queries(_rules(tmp_path, expr))
+            live = Checker(HttpPrometheus(url)).check(q)
+    finally:
+        vllm.close()
+    converting = [c for doc in load_documents(config) for c in scrape.converting(doc, "prometheus.yml")]
+    offline = OfflineChecker([parse_target("vllm==0.32.0")], converting).check(q)
+    assert (live.status, live.rules) == (offline.status, offline.rules) == ("empty", ["native-histogram-bucket"])
+    assert (
+        live.fix == offline.fix == ("histogram_quantile(0.9, sum by (le) (rate(vllm:e2e_request_latency_seconds[5m])))")
+    )
+
+
+def _rules(tmp_path: Path, expr: str) -> Path:
+    path = tmp_path / "one.rules.json"
+    path.write_text(json.dumps({"groups": [{"name": "g", "rules": [{"record": "r", "expr": expr}]}]}))
+    return path
