@@ -413,3 +413,21 @@ def test_names_the_files_record_are_theirs(tmp_path: Path) -> None:
     done = run("--against", "vllm==0.33.0", "--output", "json", str(path))
     assert done.returncode == 0, done.stdout
     assert [r["status"] for r in json.loads(done.stdout)["results"]] == ["ok", "unjudged"]
+
+
+def test_write_rewrites_to_the_successor_on_the_target_release(tmp_path: Path) -> None:
+    board = tmp_path / "board.json"
+    panels = [
+        {
+            "title": "kv",
+            "targets": [{"refId": "A", "expr": 'vllm:gpu_cache_usage_perc{model_name=~"Qwen/Qwen2\\\\.5"}'}],
+        }
+    ]
+    text = json.dumps({"panels": panels}, indent=2)
+    board.write_text(text)
+    assert run("--against", "vllm==0.33.0", "--write", str(board)).returncode == 1
+    assert board.read_text() == text.replace("vllm:gpu_cache_usage_perc", "vllm:kv_cache_usage_perc")
+    done = run("--against", "vllm==0.33.0", str(board))
+    assert done.returncode == 0, done.stdout
+    # on 0.11.0 the old name is still there behind the hidden-metrics flag: the rewritten one is what is written
+    assert run("--against", "vllm==0.11.0", str(board)).returncode == 0

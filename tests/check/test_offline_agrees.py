@@ -40,6 +40,7 @@ LINTED = [
     "vllm:num_requests_running and on() sglang:num_running_reqs",  # without on(): label sets never join
     "vllm:gpu_cache_usage_perc or sglang:num_running_reqs",
     "vllm:num_requests_waiting > 3",
+    "vllm:num_aborted_requests",  # never a vLLM name; SGLang has sglang:num_aborted_requests_total
 ]
 
 
@@ -97,6 +98,8 @@ def test_offline_verdicts_agree_with_live_check(prom: str, tmp_path: Path) -> No
     hidden = by_expr["sum(vllm:gpu_cache_usage_perc) or vector(0)"]
     assert (hidden.status, hidden.rules) == ("warning", ["or-constant-hides-empty"])
     assert by_expr["sum(vllm:kv_cache_usage_perc) or vector(0)"].status == "ok"
+    aborted = by_expr["vllm:num_aborted_requests"].reasons[0]
+    assert "similar names present" in aborted and "sglang:" not in aborted, aborted
 
 
 def test_native_histograms_read_the_same_both_ways(tmp_path: Path) -> None:
