@@ -40,7 +40,7 @@ LOOK_ALIKES: dict[str, tuple[str, str]] = {
 family the tables hold; keys ending in `_` match every name they begin."""
 
 DYNAMO_NOTE = (
-    "the underscore form only ever came from Dynamo re-publishing SGLang's metrics (fixed in Dynamo in 2026-01)"
+    "the underscore form only ever came from Dynamo re-publishing SGLang's metrics, fixed in Dynamo in 2026-01"
 )
 
 
@@ -119,7 +119,7 @@ def _unknown(table: EngineTable, name: str, version: str | None, on: str) -> Fin
         if prefix.endswith(":") and name.startswith(prefix[:-1] + "_"):
             corrected = prefix + name[len(prefix) :]
             if table.family_of(corrected) is not None:
-                note = f" ({DYNAMO_NOTE})" if table.engine == "sglang" else ""
+                note = f"; {DYNAMO_NOTE}" if table.engine == "sglang" else ""
                 text = f"{never}; the name is {corrected}{note}"
                 follow = explain(corrected, version, table)
                 return Finding("wrong-separator", text + (f"; and {follow.text}" if follow else ""), corrected)

@@ -226,8 +226,8 @@ def _converting(path: Path) -> list[str]:
     ("expr", "target", "rule", "text"),
     [
         ("sglang_num_running_reqs", "sglang==0.5.23", "wrong-separator",
-         "no SGLang release exposes sglang_num_running_reqs; the name is sglang:num_running_reqs (the underscore "
-         "form only ever came from Dynamo re-publishing SGLang's metrics (fixed in Dynamo in 2026-01))"),
+         "no SGLang release exposes sglang_num_running_reqs; the name is sglang:num_running_reqs; the underscore "
+         "form only ever came from Dynamo re-publishing SGLang's metrics, fixed in Dynamo in 2026-01"),
         ("rate(vllm_prompt_tokens_total[5m])", "vllm==0.33.0", "wrong-separator",
          "no vLLM release exposes vllm_prompt_tokens_total; the name is vllm:prompt_tokens_total"),
         ("rate(vllm:prompt_tokens[5m])", "vllm==0.33.0", "counter-without-total",

@@ -9,6 +9,8 @@ flag-gated: no flag is set here) offline ⇒ empty live; an `or vector(0)` warni
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,6 +100,12 @@ def test_offline_verdicts_agree_with_live_check(prom: str, tmp_path: Path) -> No
     hidden = by_expr["sum(vllm:gpu_cache_usage_perc) or vector(0)"]
     assert (hidden.status, hidden.rules) == ("warning", ["or-constant-hides-empty"])
     assert by_expr["sum(vllm:kv_cache_usage_perc) or vector(0)"].status == "ok"
+    separator = by_expr["sglang_num_running_reqs"].reasons[0]
+    assert separator == (
+        "sglang_num_running_reqs: never present in the last 7d: no SGLang release exposes sglang_num_running_reqs; "
+        "the name is sglang:num_running_reqs; the underscore form only ever came from Dynamo re-publishing "
+        "SGLang's metrics, fixed in Dynamo in 2026-01"
+    )
     aborted = by_expr["vllm:num_aborted_requests"].reasons[0]
     assert "similar names present" in aborted and "sglang:" not in aborted, aborted
 
@@ -128,3 +136,25 @@ def _rules(tmp_path: Path, expr: str) -> Path:
     path = tmp_path / "one.rules.json"
     path.write_text(json.dumps({"groups": [{"name": "g", "rules": [{"record": "r", "expr": expr}]}]}))
     return path
+
+
+def test_sarif_from_live_check(prom: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "exporter", "check", "--prometheus", prom, "--output", "sarif",
+         str(lint_file(tmp_path))],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    got = sorted({(r["ruleId"], r["level"]) for r in run["results"]})
+    assert all(rules[r["ruleIndex"]] == r["ruleId"] for r in run["results"])
+    assert got == [
+        ("counter-without-total", "error"),
+        ("empty-query", "error"),  # vllm:num_aborted_requests: never present, no table knows it
+        ("family-name", "error"),
+        ("look-alike", "error"),
+        ("needs-flag", "error"),  # live, the panel is empty: no flag is set here
+        ("or-constant-hides-empty", "warning"),
+        ("wrong-separator", "error"),
+    ]
