@@ -222,4 +222,6 @@ def test_the_command_line_on_the_whole_corpus(prom: str) -> None:
         "production-stack-prom-adapter.yaml": 2,
         "production-stack-vllm-model-metrics-dashboard.json": 0,
         "prometheus-adapter-config-map.yaml": 4,  # cAdvisor and node metrics: nothing here scrapes them
+        "tgi-grafana-dashboard.json": 55,  # TGI's and LMDeploy's own dashboards: no such engine here
+        "lmdeploy-dashboard.json": 27,
     }

@@ -431,3 +431,27 @@ def test_write_rewrites_to_the_successor_on_the_target_release(tmp_path: Path) -
     assert done.returncode == 0, done.stdout
     # on 0.11.0 the old name is still there behind the hidden-metrics flag: the rewritten one is what is written
     assert run("--against", "vllm==0.11.0", str(board)).returncode == 0
+
+
+def test_tgi_dashboard_before_and_after_the_summary_change() -> None:
+    name = "tgi-grafana-dashboard.json"
+    skipped = {f"panel 'Speculated Tokens' query {q}": "empty" for q in "ABC"}
+    assert not_ok(offline("tgi==3.3.7"), name) == skipped  # tgi_request_skipped_tokens: a summary from 2.3.0
+    assert not_ok(offline("tgi==2.3.0"), name) == skipped
+    assert not_ok(offline("tgi==2.2.0"), name) == {}
+    results = [offline("tgi==3.3.7").check(q) for q in file_queries(CORPUS / name)]
+    assert {r.rules[0] for r in results if r.status == "empty"} == {"summary-no-buckets"}
+    done = run("--against", "tgi==3.3.7", "--from", "tgi==2.2.0", "--output", "json", str(CORPUS / name))
+    assert sorted(r["location"] for r in json.loads(done.stdout)["results"]) == sorted(skipped)
+
+
+def test_lmdeploy_dashboard_on_releases_before_inter_token_latency() -> None:
+    name = "lmdeploy-dashboard.json"
+    assert not_ok(offline("lmdeploy==0.16.0"), name) == {}
+    assert not_ok(offline("lmdeploy==0.10.0"), name) == {}
+    # lmdeploy:iter_token_latency first appears in 0.10.0
+    assert not_ok(offline("lmdeploy==0.9.2"), name) == {
+        f"panel 'Inter-Token Latency' query {q}": "empty" for q in "ABCDE"
+    }
+    results = [offline("lmdeploy==0.9.2").check(q) for q in file_queries(CORPUS / name)]
+    assert {r.rules[0] for r in results if r.status == "empty"} == {"not-yet"}

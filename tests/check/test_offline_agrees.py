@@ -1,6 +1,6 @@
 """Offline `check --against` agrees with live `check` on the same files: a real Prometheus 3 scraping vLLM
-0.32.0 replayed from its recorded body (tests/fixtures/vllm/0.32.0.prom) and SGLang 0.5.23's body generated
-from its release table (tests/engines/engine_bodies.py).
+0.32.0 replayed from its recorded body (tests/fixtures/vllm/0.32.0.prom) and SGLang 0.5.23's, TGI 3.3.7's and
+LMDeploy 0.16.0's bodies generated from their release tables (tests/engines/engine_bodies.py).
 
 Every query the tables judge must get the same answer both ways: data offline ⇔ data live; empty (or
 flag-gated: no flag is set here) offline ⇒ empty live; an `or vector(0)` warning in both.
@@ -9,9 +9,10 @@ flag-gated: no flag is set here) offline ⇒ empty live; an `or vector(0)` warni
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,9 @@ from tests.bundle.servers import Served, prometheus, query, static_job, wait_for
 from tests.engines.engine_bodies import body
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "check_corpus"
+SAMPLE = re.compile(r"^([^#\s]\S*(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
+LMDEPLOY_MODEL = "/share/datasets/public_models/Meta-Llama-3-8B-Instruct"
+TARGETS = ("vllm==0.32.0", "sglang==0.5.23", "tgi==3.3.7", "lmdeploy==0.16.0")
 LINTED = [
     "sglang_num_running_reqs",
     "sglang:num_running_reqs",
@@ -46,19 +50,70 @@ LINTED = [
 ]
 
 
+def tgi_body() -> str:
+    """TGI 3.3.7's body with its `method` label as TGI writes it: each batch family for prefill and for decode
+    (`"method" => "prefill"` / `"decode"` in backends/v3/src/backend.rs); the TGI dashboard filters on both."""
+    lines = []
+    for line in body("tgi", "3.3.7").splitlines():
+        if 'method="x"' in line:
+            lines += [line.replace('method="x"', f'method="{m}"') for m in ("prefill", "decode")]
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def growing(text: str) -> Callable[[str], tuple[int, str]]:
+    """Serve `text` with every sample growing at each scrape, as an engine under load: rates are not zero
+    (a dashboard's `> 0` filter keeps them)."""
+    scrapes = [0]
+
+    def answer(path: str) -> tuple[int, str]:
+        if path != "/metrics":
+            return 404, ""
+        scrapes[0] += 1
+        return 200, SAMPLE.sub(lambda m: f"{m.group(1)} {float(m.group(2)) * scrapes[0]}", text)
+
+    return answer
+
+
 @pytest.fixture(scope="module")
-def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def proms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Two Prometheus servers: vLLM, SGLang and TGI in one; LMDeploy alone in the other, since its dashboard
+    filters on the model it was written for and the vLLM dashboards' `label_values(model_name)` would pick it."""
     vllm = FakeEngine()
-    sglang = Served(lambda path: (200, body("sglang", "0.5.23")) if path == "/metrics" else (404, ""))
+    served = {
+        "sglang": body("sglang", "0.5.23"),
+        "tgi": tgi_body(),
+        # this LMDeploy serves the model its own dashboard was written for
+        "lmdeploy": body("lmdeploy", "0.16.0").replace('model_name="tiny"', f'model_name="{LMDEPLOY_MODEL}"'),
+    }
+    engines = {name: Served(growing(text)) for name, text in served.items()}
     try:
-        jobs = [static_job("vllm", [vllm.url]), static_job("sglang", [sglang.url])]
-        with prometheus(tmp_path_factory.mktemp("prom"), jobs) as url:
-            wait_for(lambda: bool(query(url, "count_over_time(vllm:request_success_total[1m]) > 3")), 60, "scrapes")
-            wait_for(lambda: bool(query(url, "count_over_time(sglang:num_running_reqs[1m]) > 3")), 60, "scrapes")
-            yield url
+        jobs = [static_job("vllm", [vllm.url]), static_job("sglang", [engines["sglang"].url])]
+        # Kubernetes discovery labels TGI's series with its container, which the TGI dashboard's variable reads
+        jobs.append(static_job("tgi", [engines["tgi"].url], {"container": "tgi-0"}))
+        with (
+            prometheus(tmp_path_factory.mktemp("prom"), jobs) as url,
+            prometheus(
+                tmp_path_factory.mktemp("prom-lmdeploy"), [static_job("lmdeploy", [engines["lmdeploy"].url])]
+            ) as lmdeploy,
+        ):
+            probes = [(url, "vllm:request_success_total"), (url, "sglang:num_running_reqs"),
+                      (url, "tgi_request_count"), (lmdeploy, "lmdeploy:num_requests_running")]  # fmt: skip
+            for at, probe in probes:
+                wait_for(
+                    lambda a=at, p=probe: bool(query(a, f"count_over_time({p}[1m]) > 3")), 60, f"scrapes of {probe}"
+                )
+            yield {"main": url, "lmdeploy": lmdeploy}
     finally:
         vllm.close()
-        sglang.close()
+        for engine in engines.values():
+            engine.close()
+
+
+@pytest.fixture(scope="module")
+def prom(proms: dict[str, str]) -> str:
+    return proms["main"]
 
 
 def lint_file(tmp_path: Path) -> Path:
@@ -68,13 +123,14 @@ def lint_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_offline_verdicts_agree_with_live_check(prom: str, tmp_path: Path) -> None:
-    live = Checker(HttpPrometheus(prom))
-    offline = OfflineChecker([parse_target("vllm==0.32.0"), parse_target("sglang==0.5.23")])
+def test_offline_verdicts_agree_with_live_check(proms: dict[str, str], tmp_path: Path) -> None:
+    offline = OfflineChecker([parse_target(t) for t in TARGETS])
     files = [p for p in sorted(CORPUS.iterdir()) if p.suffix in (".json", ".yaml")] + [lint_file(tmp_path)]
     judged = 0
     disagreements = []
     for path in files:
+        prom = proms["lmdeploy" if path.name.startswith("lmdeploy") else "main"]
+        live = Checker(HttpPrometheus(prom))
         try:
             queries = file_queries(path, lookup=HttpPrometheus(prom))
         except BadFileError:  # the corpus's invalid adapter sample: both modes report it as bad input
@@ -89,8 +145,9 @@ def test_offline_verdicts_agree_with_live_check(prom: str, tmp_path: Path) -> No
             if theirs.status not in expected:
                 disagreements.append((path.name, q.where, q.expr, mine.status, theirs.status, theirs.reasons))
     assert disagreements == []
-    assert judged > 100
+    assert judged > 180
     # the lints read the same in both modes
+    live = Checker(HttpPrometheus(proms["main"]))
     by_expr = {q.expr: live.check(q) for q in file_queries(lint_file(tmp_path))}
     assert by_expr["sglang_num_running_reqs"].rules == ["wrong-separator"]
     assert by_expr["sglang_num_running_reqs"].fix == "sglang:num_running_reqs"
