@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,10 @@ def tgi_body() -> str:
     return "\n".join(lines) + "\n"
 
 
+def scraped(url: str, name: str) -> bool:
+    return bool(query(url, f"count_over_time({name}[1m]) > 3"))
+
+
 def growing(text: str) -> Callable[[str], tuple[int, str]]:
     """Serve `text` with every sample growing at each scrape, as an engine under load: rates are not zero
     (a dashboard's `> 0` filter keeps them)."""
@@ -101,9 +106,7 @@ def proms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
             probes = [(url, "vllm:request_success_total"), (url, "sglang:num_running_reqs"),
                       (url, "tgi_request_count"), (lmdeploy, "lmdeploy:num_requests_running")]  # fmt: skip
             for at, probe in probes:
-                wait_for(
-                    lambda a=at, p=probe: bool(query(a, f"count_over_time({p}[1m]) > 3")), 60, f"scrapes of {probe}"
-                )
+                wait_for(partial(scraped, at, probe), 60, f"scrapes of {probe}")
             yield {"main": url, "lmdeploy": lmdeploy}
     finally:
         vllm.close()
