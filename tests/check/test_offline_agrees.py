@@ -126,27 +126,37 @@ def lint_file(tmp_path: Path) -> Path:
     return path
 
 
+AGREES = {"ok": {"ok"}, "empty": {"empty"}, "allowed": {"empty"}, "warning": {"warning"}}
+"""Offline verdict → the live statuses that agree with it (flag-gated offline: no flag is set here)."""
+
+
+def compare(path: Path, offline: OfflineChecker, url: str) -> tuple[int, list[tuple[str, ...]]]:
+    """How many queries of `path` the tables judge, and those on which live check says otherwise."""
+    live = Checker(HttpPrometheus(url))
+    judged, disagreements = 0, list[tuple[str, ...]]()
+    for q in file_queries(path, lookup=HttpPrometheus(url)):
+        mine = offline.check(q)
+        if mine.status == "unjudged":
+            continue
+        judged += 1
+        theirs = live.check(q)
+        if theirs.status not in AGREES[mine.status]:
+            disagreements.append((path.name, q.where, q.expr, mine.status, theirs.status, "; ".join(theirs.reasons)))
+    return judged, disagreements
+
+
 def test_offline_verdicts_agree_with_live_check(proms: dict[str, str], tmp_path: Path) -> None:
     offline = OfflineChecker([parse_target(t) for t in TARGETS])
     files = [p for p in sorted(CORPUS.iterdir()) if p.suffix in (".json", ".yaml")] + [lint_file(tmp_path)]
-    judged = 0
-    disagreements = []
+    judged, disagreements = 0, list[tuple[str, ...]]()
     for path in files:
-        prom = proms["lmdeploy" if path.name.startswith("lmdeploy") else "main"]
-        live = Checker(HttpPrometheus(prom))
+        url = proms["lmdeploy" if path.name.startswith("lmdeploy") else "main"]
         try:
-            queries = file_queries(path, lookup=HttpPrometheus(prom))
+            n, wrong = compare(path, offline, url)
         except BadFileError:  # the corpus's invalid adapter sample: both modes report it as bad input
             continue
-        for q in queries:
-            mine = offline.check(q)
-            if mine.status == "unjudged":
-                continue
-            judged += 1
-            theirs = live.check(q)
-            expected = {"ok": {"ok"}, "empty": {"empty"}, "allowed": {"empty"}, "warning": {"warning"}}[mine.status]
-            if theirs.status not in expected:
-                disagreements.append((path.name, q.where, q.expr, mine.status, theirs.status, theirs.reasons))
+        judged += n
+        disagreements += wrong
     assert disagreements == []
     assert judged > 180
     # the lints read the same in both modes
@@ -218,3 +228,22 @@ def test_sarif_from_live_check(prom: str, tmp_path: Path) -> None:
         ("or-constant-hides-empty", "warning"),
         ("wrong-separator", "error"),
     ]
+
+
+def test_vllm_0_27_1_recorded_body_agrees(tmp_path: Path) -> None:
+    # a second recorded release: the vLLM files of the corpus judged on 0.27.1 both ways
+    recorded = Path(__file__).resolve().parents[1] / "fixtures" / "vllm" / "0.27.1.prom"
+    engine = Served(growing(recorded.read_text()))
+    offline = OfflineChecker([parse_target("vllm==0.27.1")])
+    judged, disagreements = 0, list[tuple[str, ...]]()
+    try:
+        with prometheus(tmp_path / "prom", [static_job("vllm", [engine.url])]) as url:
+            wait_for(partial(scraped, url, "vllm:request_success_total"), 60, "scrapes")
+            for path in sorted(CORPUS.glob("*vllm*")):
+                n, wrong = compare(path, offline, url)
+                judged += n
+                disagreements += wrong
+    finally:
+        engine.close()
+    assert disagreements == []
+    assert judged > 70
