@@ -113,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     for path in expand(paths):
         try:
             by_file[path] = file_queries(path, values, prometheus)
-            converting.extend(c for doc in load_documents(path) for c in scrape.converting(doc, str(path)))
+            if prometheus is None:  # live, Prometheus itself shows how it stores histograms
+                converting.extend(c for doc in load_documents(path) for c in scrape.converting(doc, str(path)))
         except UnknownFileError as exc:
             if path in explicit:
                 errors.append(str(exc))

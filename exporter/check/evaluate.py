@@ -17,7 +17,17 @@ from dataclasses import dataclass, field
 from exporter.check import diagnosis, names
 from exporter.check.inputs import Query
 from exporter.check.judge import Hidden
-from exporter.check.promql import Binary, PromQLSyntaxError, Selector, parse, rename, selectors, walk
+from exporter.check.promql import (
+    Binary,
+    Node,
+    PromQLSyntaxError,
+    Selector,
+    VectorSelector,
+    parse,
+    rename,
+    selectors,
+    walk,
+)
 from exporter.check.tables import owner
 from exporter.sources.prometheus import Prometheus, PrometheusError
 
@@ -213,21 +223,19 @@ LIVE_LINTS = frozenset(
 )
 
 
-def constant_or_sides(tree: object) -> list[Hidden]:
+def constant_or_sides(tree: Node) -> list[Hidden]:
     """Every `a or <constant>` (`or vector(0)`, `or on() vector(0)`), with its non-constant side."""
     found = []
-    for node in walk(tree):  # type: ignore[arg-type]
+    for node in walk(tree):
         if isinstance(node, Binary) and node.op == "or":
             for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
-                if not selectors_in(other) and selectors_in(side):
+                if not _has_selector(other) and _has_selector(side):
                     found.append(Hidden(node, side, other, ()))
     return found
 
 
-def selectors_in(node: object) -> bool:
-    from exporter.check.promql import VectorSelector
-
-    return any(isinstance(n, VectorSelector) for n in walk(node))  # type: ignore[arg-type]
+def _has_selector(node: Node) -> bool:
+    return any(isinstance(n, VectorSelector) for n in walk(node))
 
 
 def hidden_reason(expr: str, hidden: Hidden, where: str) -> str:

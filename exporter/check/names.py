@@ -18,6 +18,7 @@ import difflib
 from dataclasses import dataclass
 
 from exporter.check import diagnosis
+from exporter.check.history import engines
 from exporter.check.tables import EngineTable, Family, owner
 
 LOOK_ALIKES: dict[str, tuple[str, str]] = {
@@ -97,10 +98,9 @@ def _history(table: EngineTable, family: Family, name: str, version: str | None,
             f"use {family.name}{{quantile=...}}, {family.name}_sum or {family.name}_count"
         )
         return Finding("summary-no-buckets", text)
-    running = {table.engine: diagnosis.Running(table.engine, version, "--against")} if version else {}
-    known = diagnosis.explain(name, running) if version else None
     first_release = next((v for v in table.releases if name in table.exposed(v)), None)
-    if known is not None and (known.replacement or "removed" in known.text or "hidden" in known.text):
+    known = _renamed(table, name, version)
+    if known is not None:
         rule = "renamed" if known.replacement else "removed"
         return Finding(rule, f"not written by {on}: {known.text}", known.replacement)
     if first_release and version and table.releases.index(first_release) > table.releases.index(version):
@@ -111,6 +111,17 @@ def _history(table: EngineTable, family: Family, name: str, version: str | None,
         gone = f"removed in {table.label} {after[0]}" if after else f"last written by {table.label} {last}"
         return Finding("removed", f"{name} was {gone}: not written by {on}")
     return Finding("removed", f"no {table.label} release writes {name} by default")
+
+
+def _renamed(table: EngineTable, name: str, version: str | None) -> diagnosis.Diagnosis | None:
+    """The release history's word on a family that was renamed, hidden or removed (None: it has none)."""
+    history = next((h for h in engines() if h.engine == table.engine), None)
+    if history is None or version is None:
+        return None
+    entry = history.lookup(name)
+    if entry is None or not (entry.successor or entry.removed_in or entry.hidden_since):
+        return None
+    return diagnosis.explain(name, {table.engine: diagnosis.Running(table.engine, version, "--against")}, [history])
 
 
 def _unknown(table: EngineTable, name: str, version: str | None, on: str) -> Finding:
