@@ -247,3 +247,27 @@ def test_vllm_0_27_1_recorded_body_agrees(tmp_path: Path) -> None:
         engine.close()
     assert disagreements == []
     assert judged > 70
+
+
+def test_live_lints_on_autoscalers_and_variables(prom: str, tmp_path: Path) -> None:
+    live = Checker(HttpPrometheus(prom))
+    zero = tmp_path / "so.yaml"
+    zero.write_text(
+        "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: vllm}\n"
+        "spec:\n  scaleTargetRef: {name: vllm}\n  minReplicaCount: 0\n  triggers:\n  - type: prometheus\n"
+        "    metadata: {serverAddress: 'http://p:9090', threshold: '5', query: 'sum(vllm:num_requests_waiting)'}\n"
+    )
+    (q,) = file_queries(zero)
+    result = live.check(q)
+    assert (result.status, result.rules) == ("warning", ["scale-from-zero"])
+    assert result.status == OfflineChecker([parse_target("vllm==0.32.0")]).check(q).status
+    # llm-d's dashboards: a variable with All and no saved value is All, as Grafana selects it (its first
+    # option, sglang, would empty this panel)
+    board = tmp_path / "board.json"
+    variable = {"name": "namespace", "type": "query", "query": "label_values(job)",
+                "includeAll": True, "multi": False, "allValue": ".*"}  # fmt: skip
+    panel = {"title": "p", "targets": [{"refId": "A", "expr": 'sum(vllm:num_requests_running{job=~"$namespace"})'}]}
+    board.write_text(json.dumps({"templating": {"list": [variable]}, "panels": [panel]}))
+    (q,) = file_queries(board, lookup=HttpPrometheus(prom))
+    assert q.expr == 'sum(vllm:num_requests_running{job=~".*"})'
+    assert live.check(q).status == "ok"
