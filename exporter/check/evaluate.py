@@ -189,7 +189,10 @@ class Checker:
                 continue
             if not self._count(f'{sel.name}{{{m.label}!=""}}'):
                 if m.op in ("=", "=~") and m.value and m.value not in (".*", "(.*)"):
-                    return f"{sel.name}: no series has label {m.label!r}, so {m} matches nothing"
+                    table = owner(sel.name)
+                    gated = names.label_flag(table, [m]) if table is not None else None
+                    why = f"; {gated.text}" if gated is not None else ""
+                    return f"{sel.name}: no series has label {m.label!r}, so {m} matches nothing{why}"
                 continue
             values = sorted(
                 r["metric"].get(m.label, "") for r in self.prometheus.query(f"count by ({m.label}) ({sel.name})")

@@ -8,17 +8,20 @@ never had. The lints, each with the name to use instead:
 - `family-name`: a histogram's or summary's family name where only `_bucket`/`_sum`/`_count` samples exist;
 - `summary-no-buckets`: `_bucket` of a family that is a summary on that release (TGI from 2.3.0);
 - `look-alike`: a name no release had whose meant family is known (`LOOK_ALIKES`);
-- `needs-flag`: a family written only with a flag or feature ("needs --enable-lora", not "renamed");
+- `needs-flag`: a family written only with a flag or feature ("needs --enable-lora", not "renamed"), or a
+  matcher on a label written only with one (SGLang's `priority`, `dp_rank`);
 - `renamed` / `removed` / `not-yet`: from the release histories (`diagnosis`).
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from exporter.check import diagnosis
 from exporter.check.history import engines
+from exporter.check.promql import Matcher
 from exporter.check.tables import EngineTable, Family, owner
 
 LOOK_ALIKES: dict[str, tuple[str, str]] = {
@@ -39,6 +42,26 @@ LOOK_ALIKES: dict[str, tuple[str, str]] = {
 }
 """Names no release exposes, seen in public dashboards (Dynamo's SGLang dashboard, SGLang's own), whose meant
 family the tables hold; keys ending in `_` match every name they begin."""
+
+LABEL_FLAGS: dict[str, dict[str, str]] = {
+    # engine → label → what writes it; from data/engine_metrics_by_version.json (`_meta.labels`): SGLang's
+    # `priority` only with --enable-priority-scheduling (0.5.10 on), `dp_rank` only with DP attention
+    "sglang": {
+        "priority": "priority scheduling (--enable-priority-scheduling)",
+        "dp_rank": "DP attention (--enable-dp-attention)",
+    },
+}
+
+
+def label_flag(table: EngineTable, matchers: Iterable[Matcher]) -> Finding | None:
+    """A matcher that selects a label the engine writes only with a flag (`priority="high"`), or None."""
+    for m in matchers:
+        needs = LABEL_FLAGS.get(table.engine, {}).get(m.label)
+        if needs and m.op in ("=", "=~") and m.value not in ("", ".*", ".+"):
+            text = f"{table.label} writes the label {m.label} only with {needs}: {m} needs it, not renamed"
+            return Finding("needs-flag", text, state="flag")
+    return None
+
 
 DYNAMO_NOTE = (
     "the underscore form only ever came from Dynamo re-publishing SGLang's metrics, fixed in Dynamo in 2026-01"

@@ -81,6 +81,9 @@ class OfflineChecker:
         if target is None:
             return Verdict(UNJUDGED, f"{name}: not judged: no --against for {table.label}")
         if name in target.table.exposed(target.version):
+            gated = names.label_flag(target.table, sel.matchers)
+            if gated is not None:
+                return Verdict(FLAG, f"{sel}: {gated.text}", gated.rule)
             return self._stored(target, name)
         found = names.explain(name, target.version, target.table)
         if found is None:  # not reached: explain answers for every name the release does not write

@@ -455,3 +455,13 @@ def test_lmdeploy_dashboard_on_releases_before_inter_token_latency() -> None:
     }
     results = [offline("lmdeploy==0.9.2").check(q) for q in file_queries(CORPUS / name)]
     assert {r.rules[0] for r in results if r.status == "empty"} == {"not-yet"}
+
+
+def test_a_label_written_only_with_a_flag(tmp_path: Path) -> None:
+    status, rules, reasons = lint(tmp_path, 'sglang:num_running_reqs{priority="1"}', "sglang==0.5.23")
+    assert (status, rules) == ("allowed", ["needs-flag"])
+    assert reasons == [
+        'sglang:num_running_reqs{priority="1"}: SGLang writes the label priority only with priority scheduling '
+        '(--enable-priority-scheduling): priority="1" needs it, not renamed'
+    ]
+    assert lint(tmp_path, 'sglang:num_running_reqs{model_name="m"}', "sglang==0.5.23")[0] == "ok"
