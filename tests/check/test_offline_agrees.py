@@ -20,7 +20,7 @@ import pytest
 
 from exporter.check import scrape
 from exporter.check.evaluate import Checker
-from exporter.check.inputs import BadFileError, file_queries, load_documents
+from exporter.check.inputs import BadFileError, Query, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, parse_target
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.replay import FakeEngine
@@ -271,3 +271,15 @@ def test_live_lints_on_autoscalers_and_variables(prom: str, tmp_path: Path) -> N
     (q,) = file_queries(board, lookup=HttpPrometheus(prom))
     assert q.expr == 'sum(vllm:num_requests_running{job=~".*"})'
     assert live.check(q).status == "ok"
+
+
+def test_live_diagnosis_keeps_a_regex_escaped(prom: str) -> None:
+    # llm-d's dashboards filter on `model_name=~"Qwen/Qwen2\\.5-7B-Instruct"`: the diagnosis's own queries
+    # must keep the escaping (they once failed with "unknown escape sequence")
+    expr = 'sum(vllm:num_requests_running{model_name=~"Qwen/Qwen2\\\\.5-7B-Instruct"})'
+    result = Checker(HttpPrometheus(prom)).check(Query("f", "w", expr))
+    assert result.status == "empty", result.reasons
+    assert result.reasons == [
+        'vllm:num_requests_running: label matcher model_name=~"Qwen/Qwen2\\\\.5-7B-Instruct" matches nothing; '
+        "model_name has: 'tiny'"
+    ]
