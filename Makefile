@@ -34,6 +34,8 @@ check: lint typecheck generate-check test
 generate: setup
 	$(PY) -m exporter.engines.releases --write
 	$(PY) -m exporter.engines.engine_releases --write
+	$(PY) -m exporter.check.history --write
+	$(PY) -m exporter.check.tables --write
 	$(PY) -m exporter.engines.docs --write
 	$(PY) -m exporter.bundle.docs --write
 	$(PY) -m tests.stable.stable_list --write
@@ -42,6 +44,8 @@ generate: setup
 generate-check: setup
 	$(PY) -m exporter.engines.releases
 	$(PY) -m exporter.engines.engine_releases
+	$(PY) -m exporter.check.history
+	$(PY) -m exporter.check.tables
 	$(PY) -m exporter.engines.docs
 	$(PY) -m exporter.bundle.docs
 	$(PY) -m tests.stable.stable_list

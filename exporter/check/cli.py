@@ -1,8 +1,12 @@
 """`llm-exporter check --prometheus URL [FILES…]`: the queries that silently return nothing, and the fix.
 
-Exit 0 when every query returned data, 1 when one is empty, 2 on bad input (a file that cannot be read,
-parsed or recognised, a PromQL error, a Prometheus that cannot be reached or refuses): the other files are
-still checked.
+`check --against ENGINE==VERSION [--against …] [--from ENGINE==VERSION] [FILES…]` answers the same from the
+release tables alone, before an upgrade: each query is data, empty (why, and the fix) or not judged (names
+no engine's table owns); with `--from`, only what the upgrade breaks (data before, empty after).
+Exit 0 when every query returned data, 1 when one is empty or warned about (an `or vector(0)` hiding an empty
+side, a scale-to-zero trigger that can never activate), 2 on bad input (a file that cannot be read, parsed or
+recognised, a PromQL error, a Prometheus that cannot be reached or refuses, an unknown engine or release): the
+other files are still checked.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from exporter.check import scrape
 from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
-from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries
-from exporter.check.report import write_json, write_text
+from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
+from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
+from exporter.check.report import write_json, write_sarif, write_text
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,15 +28,31 @@ BUNDLE = ("dashboards", "alerts/llm-exporter.rules.yaml")  # checked when no FIL
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL")
+    parser.add_argument("--prometheus", metavar="URL", help="Prometheus base URL (live check)")
+    parser.add_argument(
+        "--against",
+        action="append",
+        default=[],
+        metavar="ENGINE==VERSION",
+        help="judge every query from the release tables of this engine release, without Prometheus (repeatable: "
+        "one per engine)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="from_",
+        action="append",
+        default=[],
+        metavar="ENGINE==VERSION",
+        help="with --against: the release upgraded from; only what the upgrade breaks is reported",
+    )
     parser.add_argument(
         "files",
         nargs="*",
         type=Path,
         metavar="FILES",
         help="Grafana dashboards and alert rules, rule files, PrometheusRules, KEDA ScaledObjects/ScaledJobs, "
-        "prometheus-adapter configs, ConfigMaps holding them, or directories (default: this bundle's "
-        "dashboards and rules)",
+        "prometheus-adapter configs, ConfigMaps holding them, Prometheus configs and ServiceMonitors/PodMonitors "
+        "(how histograms are stored), or directories (default: this bundle's dashboards and rules)",
     )
     parser.add_argument(
         "--var",
@@ -42,7 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lookback", default="7d", help="how far back a metric counts as present (%(default)s)")
     parser.add_argument("--timeout", type=float, default=30.0, help="per-query timeout, seconds (%(default)s)")
     parser.add_argument("--bearer-token-file", type=Path, help="a file holding the bearer token for Prometheus")
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="report format (%(default)s)")
+    parser.add_argument(
+        "--output", choices=("text", "json", "sarif"), default="text", help="report format (%(default)s)"
+    )
     parser.add_argument("--fix", action="store_true", help="print each fixable query rewritten to its successor")
     parser.add_argument("--write", action="store_true", help="rewrite the fixable queries in the files in place")
     parser.add_argument("-v", "--verbose", action="store_true", help="list the queries that returned data too")
@@ -54,42 +78,95 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         print("check: --var takes NAME=VALUE", file=sys.stderr)
         return 2
+    if bool(args.prometheus) == bool(args.against):
+        print("check: give --prometheus URL (live) or --against ENGINE==VERSION (offline), not both", file=sys.stderr)
+        return 2
+    if args.from_ and not args.against:
+        print("check: --from needs --against", file=sys.stderr)
+        return 2
     paths = args.files or [ROOT / p for p in BUNDLE if (ROOT / p).exists()]
     if not paths:
         print("check: no files given", file=sys.stderr)
         return 2
-    try:
-        token = args.bearer_token_file.read_text().strip() if args.bearer_token_file else ""
-        prometheus = HttpPrometheus(args.prometheus, timeout=args.timeout, bearer_token=token)
-        prometheus.query("vector(1)")  # one clear error instead of one per query
-    except (OSError, PrometheusError) as exc:
-        print(f"check: Prometheus {args.prometheus}: {exc}", file=sys.stderr)
-        return 2
+    prometheus: HttpPrometheus | None = None
+    against: dict[str, Target] = {}
+    before: dict[str, Target] = {}
+    if args.prometheus:
+        try:
+            token = args.bearer_token_file.read_text().strip() if args.bearer_token_file else ""
+            prometheus = HttpPrometheus(args.prometheus, timeout=args.timeout, bearer_token=token)
+            prometheus.query("vector(1)")  # one clear error instead of one per query
+        except (OSError, PrometheusError) as exc:
+            print(f"check: Prometheus {args.prometheus}: {exc}", file=sys.stderr)
+            return 2
+    else:
+        try:
+            against = _targets(args.against)
+            before = _targets(args.from_)
+        except TargetError as exc:
+            print(f"check: {exc}", file=sys.stderr)
+            return 2
     explicit = {p for p in paths if not p.is_dir()}
     errors: list[str] = []
     by_file: dict[Path, list[Query]] = {}
+    converting: list[str] = []
     for path in expand(paths):
         try:
             by_file[path] = file_queries(path, values, prometheus)
+            if prometheus is None:  # live, Prometheus itself shows how it stores histograms
+                converting.extend(c for doc in load_documents(path) for c in scrape.converting(doc, str(path)))
         except UnknownFileError as exc:
             if path in explicit:
                 errors.append(str(exc))
         except BadFileError as exc:
             errors.append(str(exc))
-    checker = Checker(prometheus, lookback=args.lookback)
-    results = {path: [checker.check(q) for q in queries] for path, queries in by_file.items()}
+    scope = ""
+    if prometheus is not None:
+        checker = Checker(prometheus, lookback=args.lookback)
+        results = {path: [checker.check(q) for q in queries] for path, queries in by_file.items()}
+    else:
+        recorded = {_recorded(q) for qs in by_file.values() for q in qs} - {""}
+        offline = OfflineChecker(against.values(), converting, recorded)
+        results = {path: [offline.check(q) for q in queries] for path, queries in by_file.items()}
+        scope = f"on {offline.describe()}"
+        if before:
+            old = OfflineChecker({**against, **before}.values(), converting, recorded)
+            results = {path: _broken(old, rs) for path, rs in results.items()}
+            scope = f"broken by the upgrade from {old.describe()} to {offline.describe()}"
     flat = [r for rs in results.values() for r in rs]
-    if not flat and not errors:
+    if not flat and not errors and not before:
         errors.append("no PromQL queries found in the given files")
     if args.write:
         errors.extend(_write(results))
     if args.output == "json":
         write_json(flat, errors, sys.stdout)
+    elif args.output == "sarif":
+        write_sarif(flat, errors, sys.stdout)
     else:
-        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write)
+        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write, scope=scope)
     if errors or any(r.status == "error" for r in flat):
         return 2
-    return 1 if any(r.status == "empty" for r in flat) else 0
+    return 1 if any(r.status in ("empty", "warning") for r in flat) else 0
+
+
+def _recorded(query: Query) -> str:
+    """The name a recording rule records ("" for any other query)."""
+    return query.where.removeprefix("recording rule ") if query.where.startswith("recording rule ") else ""
+
+
+def _targets(texts: list[str]) -> dict[str, Target]:
+    out: dict[str, Target] = {}
+    for text in texts:
+        target = parse_target(text)
+        if target.table.engine in out:
+            raise TargetError(f"{text!r}: {target.table.label} given twice")
+        out[target.table.engine] = target
+    return out
+
+
+def _broken(old: OfflineChecker, results: list[Result]) -> list[Result]:
+    """The results that the upgrade breaks: data (or flag-gated) before, empty or warned about after."""
+    return [r for r in results if r.status in ("empty", "warning") and old.check(r.query).status in ("ok", "allowed")]
 
 
 def _write(results: dict[Path, list[Result]]) -> list[str]:

@@ -63,7 +63,10 @@ def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running 
         parts.append(f"its stable name is {h.stable}")
     elif h.removed_in:
         parts.append("it has no successor")
-    if running is not None:
+    if running is not None and running.source == "--against":
+        parts.append(f"checked against {label} {running.version}")
+        parts.extend(_not_yet(h, running, label))
+    elif running is not None:
         parts.append(f"the running {label} is {running.version} ({running.source})")
         parts.extend(_not_yet(h, running, label))
     else:
@@ -108,7 +111,9 @@ def _candidates(engine: EngineHistory, families: set[str]) -> str:
     return tied[0] if len(tied) == 1 else f"{tied[0]} to {tied[-1]}"
 
 
-def similar(name: str, names: Iterable[str]) -> str:
-    """The fallback: names present that look like `name` (they may be a different quantity)."""
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+def similar(name: str, names: Iterable[str], prefix: str = "") -> str:
+    """The fallback: names present that look like `name` (they may be a different quantity). For an engine's
+    name (`prefix`), only that engine's names: another engine's family is a different engine's quantity."""
+    pool = [n for n in names if not prefix or n.startswith(prefix)]
+    close = difflib.get_close_matches(name, pool, n=3, cutoff=0.6)
     return f"similar names present (not necessarily the same quantity): {', '.join(close)}" if close else ""

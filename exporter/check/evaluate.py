@@ -14,9 +14,21 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from exporter.check import diagnosis
+from exporter.check import diagnosis, names
 from exporter.check.inputs import Query
-from exporter.check.promql import PromQLSyntaxError, Selector, rename, selectors
+from exporter.check.judge import Hidden
+from exporter.check.promql import (
+    Binary,
+    Node,
+    PromQLSyntaxError,
+    Selector,
+    VectorSelector,
+    parse,
+    rename,
+    selectors,
+    walk,
+)
+from exporter.check.tables import owner
 from exporter.sources.prometheus import Prometheus, PrometheusError
 
 ALLOW_EMPTY = "# llm-exporter: allow-empty"
@@ -33,6 +45,7 @@ class Result:
     reasons: list[str] = field(default_factory=list)
     fix: str | None = None  # the query as written, rewritten to the successor names
     renames: dict[str, str] = field(default_factory=dict)  # missing name → replacement
+    rules: list[str] = field(default_factory=list)  # the lints that found it (SARIF rule ids), most specific first
 
 
 class Checker:
@@ -47,9 +60,10 @@ class Checker:
         try:
             parsed = selectors(query.expr)
             if not query.alert and self.prometheus.query(query.expr):
-                return Result(query, "ok")
+                return self._warnings(query, parsed)
             renames: dict[str, str] = {}
-            problems = [p for s in _unique(parsed) if (p := self.diagnose(s, renames))]
+            rules: list[str] = []
+            problems = [p for s in _unique(parsed) if (p := self.diagnose(s, renames, rules))]
         except (PrometheusError, PromQLSyntaxError) as exc:
             return Result(query, "error", [str(exc)])
         if query.alert and not problems:
@@ -66,15 +80,37 @@ class Checker:
             fix = query.written
             for old, new in renames.items():
                 fix = rename(fix, old, new)
-        return Result(query, "allowed" if allowed else "empty", problems, fix, renames)
+        return Result(query, "allowed" if allowed else "empty", problems, fix, renames, list(dict.fromkeys(rules)))
 
-    def diagnose(self, sel: Selector, renames: dict[str, str] | None = None) -> str:
-        """Why `sel` returns nothing, or "" when it returns series; records a known rename in `renames`."""
+    def _warnings(self, query: Query, parsed: list[Selector]) -> Result:
+        """A query with data can still be wrong: an `or vector(0)` hiding an empty side (a permanent 0), or a
+        scale-from-zero ScaledObject reading only series its own engine pods write (it can never activate)."""
+        reasons, rules = [], []
+        try:
+            tree = parse(query.expr)
+        except PromQLSyntaxError:
+            return Result(query, "ok")
+        for hidden in constant_or_sides(tree):
+            if not self.prometheus.query(query.expr[hidden.empty.start : hidden.empty.end]):
+                reasons.append(hidden_reason(query.expr, hidden, "in Prometheus"))
+                inner = selectors(query.expr[hidden.empty.start : hidden.empty.end])
+                reasons.extend(p for s in _unique(inner) if (p := self.diagnose(s)))
+                rules.append("or-constant-hides-empty")
+        names_ = [s.name or _anchored_name(s) for s in parsed]
+        if query.scales_to_zero and names_ and all(n and owner(n) is not None for n in names_):
+            reasons.append(scale_from_zero_reason(query))
+            rules.append("scale-from-zero")
+        return Result(query, "warning" if reasons else "ok", reasons, rules=rules)
+
+    def diagnose(self, sel: Selector, renames: dict[str, str] | None = None, rules: list[str] | None = None) -> str:
+        """Why `sel` returns nothing, or "" when it returns series; records a known rename in `renames` and
+        the lint that found it in `rules`."""
+        rules = [] if rules is None else rules
         if not sel.name:
             named = _anchored_name(sel)
             if self._count(str(sel)):
                 return ""
-            return self.diagnose(Selector(named, ()), renames) if named else f"{sel}: matches no series"
+            return self.diagnose(Selector(named, ()), renames, rules) if named else f"{sel}: matches no series"
         if self._count(sel.name):
             return self._matchers(sel)
         tag = "(sparse: absent while healthy) " if sel.name in SPARSE else ""
@@ -82,15 +118,54 @@ class Checker:
         if last is not None:
             ago = "" if math.isnan(last) else f", last seen {_duration((self.now or time.time()) - last)} ago"
             return f"{tag}{sel.name}: disappeared: present in the last {self.lookback} but not now{ago}"
+        native = self._native(sel.name)
+        if native:
+            rules.append("native-histogram-bucket")
+            if sel.name.endswith("_bucket") and renames is not None:
+                renames[sel.name] = sel.name.removesuffix("_bucket")
+            return f"{tag}{sel.name}: never present in the last {self.lookback}: {native}"
+        lint = self._lint(sel.name)
+        if lint is not None:
+            rules.append(lint.rule)
+            if lint.replacement and renames is not None:
+                renames[sel.name] = lint.replacement
+            return f"{tag}{sel.name}: never present in the last {self.lookback}: {lint.text}"
         known = diagnosis.explain(sel.name, self.running())
         if known is not None:
+            rules.append("renamed" if known.replacement else "removed")
             if known.replacement and renames is not None:
                 renames[_family(sel.name, known.name)] = known.replacement
             return f"{tag}{sel.name}: never present in the last {self.lookback}: {known.text}"
-        hint = diagnosis.similar(sel.name, self._all_names())
+        hint = diagnosis.similar(sel.name, self._all_names(), _prefix(sel.name))
         return f"{tag}{sel.name}: never present in the last {self.lookback} (not scraped, or renamed)" + (
             f"; {hint}" if hint else ""
         )
+
+    def _native(self, name: str) -> str:
+        """Why a classic histogram's sample is missing when Prometheus stores the family as a native histogram
+        (the scrape's `convert_classic_histograms_to_nhcb`): "" when it does not."""
+        family, suffix = re.subn(r"_(bucket|sum|count)$", "", name)
+        if not suffix or not self._count(f"{{__name__={_quote(family)}}}"):
+            return ""
+        part = name[len(family) :]
+        use = (
+            f"query {family} (histogram_quantile reads it as is)"
+            if part == "_bucket"
+            else (f"use {'histogram_sum' if part == '_sum' else 'histogram_count'}({family})")
+        )
+        stored = f"Prometheus stores {family} as a native histogram (the scrape converts classic ones)"
+        return f"{stored}: no {part} series; {use}"
+
+    def _lint(self, name: str) -> names.Finding | None:
+        """What the release tables say that the history does not: a flag the family needs, a wrong separator,
+        a counter without `_total`, a known look-alike (renames and removals stay with `diagnosis`)."""
+        table = owner(name)
+        if table is None:
+            return None
+        running = self.running().get(table.engine)
+        version = table.release(running.version) if running is not None else None
+        found = names.explain(name, version, table)
+        return found if found is not None and found.rule in LIVE_LINTS else None
 
     def running(self) -> dict[str, diagnosis.Running]:
         """The running engines' releases: from the exporter's llm_engine_info, else from their own series."""
@@ -114,7 +189,10 @@ class Checker:
                 continue
             if not self._count(f'{sel.name}{{{m.label}!=""}}'):
                 if m.op in ("=", "=~") and m.value and m.value not in (".*", "(.*)"):
-                    return f"{sel.name}: no series has label {m.label!r}, so {m} matches nothing"
+                    table = owner(sel.name)
+                    gated = names.label_flag(table, [m]) if table is not None else None
+                    why = f"; {gated.text}" if gated is not None else ""
+                    return f"{sel.name}: no series has label {m.label!r}, so {m} matches nothing{why}"
                 continue
             values = sorted(
                 r["metric"].get(m.label, "") for r in self.prometheus.query(f"count by ({m.label}) ({sel.name})")
@@ -141,6 +219,56 @@ class Checker:
             except PrometheusError:
                 self._names = []
         return self._names
+
+
+LIVE_LINTS = frozenset(
+    {"needs-flag", "wrong-separator", "counter-without-total", "family-name", "summary-no-buckets", "look-alike"}
+)
+
+
+def constant_or_sides(tree: Node) -> list[Hidden]:
+    """Every `a or <constant>` (`or vector(0)`, `or on() vector(0)`), with its non-constant side."""
+    found = []
+    for node in walk(tree):
+        if isinstance(node, Binary) and node.op == "or":
+            for side, other in ((node.lhs, node.rhs), (node.rhs, node.lhs)):
+                if not _has_selector(other) and _has_selector(side):
+                    found.append(Hidden(node, side, other, ()))
+    return found
+
+
+def _has_selector(node: Node) -> bool:
+    return any(isinstance(n, VectorSelector) for n in walk(node))
+
+
+def hidden_reason(expr: str, hidden: Hidden, where: str) -> str:
+    empty = expr[hidden.empty.start : hidden.empty.end]
+    constant = expr[hidden.constant.start : hidden.constant.end]
+    return (
+        f"`{empty}` is empty {where}; the `or {constant}` hides it: the panel shows a permanent "
+        f"{constant} instead of the data"
+    )
+
+
+def scale_from_zero_reason(query: Query) -> str:
+    return (
+        f"the ScaledObject scales to zero ({query.scales_to_zero}) but this query reads only series the engine "
+        "pods themselves write: at zero replicas nothing writes them, so the trigger can never activate; keep "
+        "minReplicaCount at 1, or trigger on series that exist without the pods (a gateway's or router's queue)"
+    )
+
+
+def _quote(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def anchored_name(sel: Selector) -> str:
+    return _anchored_name(sel)
+
+
+def _prefix(name: str) -> str:
+    table = owner(name)
+    return table.prefixes[0] if table is not None else ""
 
 
 def _anchored_name(sel: Selector) -> str:

@@ -65,8 +65,8 @@ def derive(source: dict[str, Any]) -> dict[str, Any]:
             entry["last"] = version
             if not str(metric.get("enabled_when", "")).startswith("hidden"):
                 entry["default_until"] = version
-            if metric.get("hidden_since"):
-                entry["hidden_since"] = metric["hidden_since"]
+            if metric.get("hidden_since"):  # the first release that hid it, not the last that still had it
+                entry.setdefault("hidden_since", metric["hidden_since"])
             if m := _SUCCESSOR.search(str(metric.get("help", ""))):
                 entry["successor"] = m.group(1)
     for entry in seen.values():

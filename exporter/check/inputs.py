@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from exporter.check import variables
+from exporter.check import scrape, variables
 
 SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -33,6 +33,7 @@ class Query:
     raw: str = ""  # as written in the file (for --fix and --write); "" when `expr` is
     kind: str = ""  # dashboard, rule, grafana-alert, keda, adapter
     notes: tuple[str, ...] = ()  # e.g. a variable that resolved to nothing
+    scales_to_zero: str = ""  # a KEDA ScaledObject that scales its target to zero: how it says so
 
     @property
     def written(self) -> str:
@@ -128,11 +129,28 @@ def _grafana_alert(rule: Mapping[str, Any], source: str) -> Iterator[Query]:
 
 def _keda(doc: Mapping[str, Any], source: str) -> Iterator[Query]:
     name = (doc.get("metadata") or {}).get("name", "?")
+    zero = _scales_to_zero(doc)
     for i, trigger in enumerate((doc.get("spec") or {}).get("triggers") or []):
         if isinstance(trigger, dict) and trigger.get("type") == "prometheus":
             query = (trigger.get("metadata") or {}).get("query")
             if isinstance(query, str):
-                yield Query(source, f"{doc['kind']} {name} trigger {trigger.get('name', i)}", query, kind="keda")
+                where = f"{doc['kind']} {name} trigger {trigger.get('name', i)}"
+                yield Query(source, where, query, kind="keda", scales_to_zero=zero)
+
+
+def _scales_to_zero(doc: Mapping[str, Any]) -> str:
+    """How a ScaledObject scales its target to zero replicas ("" when it keeps one): `idleReplicaCount: 0`, or
+    `minReplicaCount` 0 (KEDA's default when unset, unless an idle count is set)."""
+    if doc.get("kind") != "ScaledObject":
+        return ""
+    spec = doc.get("spec") or {}
+    if spec.get("idleReplicaCount") == 0:
+        return "idleReplicaCount: 0"
+    if "idleReplicaCount" in spec:
+        return ""
+    if "minReplicaCount" not in spec:
+        return "minReplicaCount unset (KEDA's default is 0)"
+    return "minReplicaCount: 0" if spec.get("minReplicaCount") == 0 else ""
 
 
 def adapter_queries(rules: list[Any], source: str, section: str) -> Iterator[Query]:
@@ -194,6 +212,8 @@ def document_queries(
         return _keda(doc, source)
     if kind == "ConfigMap":
         return _config_map(doc, source, values, lookup)
+    if scrape.is_scrape_config(doc):
+        return iter(())  # no queries: it says how histograms are stored (`scrape.converting`)
     if isinstance(doc.get("groups"), list):
         return rule_queries(doc["groups"], source)
     if "panels" in doc or "rows" in doc:
@@ -260,7 +280,8 @@ def file_queries(
     if not recognised:
         raise UnknownFileError(
             f"{path}: not a Grafana dashboard, Grafana alert rule file, Prometheus rule file, PrometheusRule, "
-            "KEDA ScaledObject/ScaledJob, prometheus-adapter config, or ConfigMap holding one"
+            "KEDA ScaledObject/ScaledJob, prometheus-adapter config, Prometheus scrape configuration or "
+            "ServiceMonitor/PodMonitor, or ConfigMap holding one"
         )
     return found
 

@@ -1,14 +1,24 @@
-"""Results as text for people or JSON for CI: one record per query (file, location, expr, status, reasons, fix)."""
+"""Results as text for people, JSON or SARIF for CI: one record per query (file, location, expr, status, reasons,
+fix, rules); SARIF names each finding's lint as its rule and the line of the file that holds the query."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
+from exporter import sarif
 from exporter.check.evaluate import Result
 
-LABELS = {"ok": "ok   ", "empty": "EMPTY", "allowed": "note ", "error": "ERROR"}
+LABELS = {
+    "ok": "ok   ",
+    "empty": "EMPTY",
+    "allowed": "note ",
+    "error": "ERROR",
+    "warning": "WARN ",
+    "unjudged": "skip ",
+}
 
 
 def record(result: Result) -> dict[str, Any]:
@@ -19,6 +29,7 @@ def record(result: Result) -> dict[str, Any]:
         "status": result.status,
         "reasons": result.reasons,
         "fix": result.fix,
+        "rules": result.rules,
     }
 
 
@@ -34,12 +45,17 @@ def write_json(results: Sequence[Result], errors: Sequence[str], out: TextIO) ->
 
 
 def write_text(
-    results: Sequence[Result], errors: Sequence[str], out: TextIO, verbose: bool = False, fixes: bool = False
+    results: Sequence[Result],
+    errors: Sequence[str],
+    out: TextIO,
+    verbose: bool = False,
+    fixes: bool = False,
+    scope: str = "",
 ) -> None:
     for error in errors:
         print(f"ERROR {error}", file=out)
     for r in results:
-        if r.status == "ok" and not verbose:
+        if r.status in ("ok", "unjudged") and not verbose:
             continue
         print(f"{LABELS[r.status]} {r.query.source}: {r.query.where}", file=out)
         if r.status != "ok":
@@ -53,6 +69,84 @@ def write_text(
     print(
         f"{len(results)} queries in {files} files: {n['ok']} ok, {n['empty']} empty, "
         f"{n['error']} errors, {n['allowed']} empty as expected"
+        + (f", {n['warning']} warnings" if n["warning"] else "")
+        + (f", {n['unjudged']} not judged" if n["unjudged"] else "")
+        + (f" {scope}" if scope else "")
         + (f"; {len(errors)} files not checked" if errors else ""),
         file=out,
     )
+
+
+RULES = (
+    sarif.Rule("empty-query", "A query returns no series.", "Use the name the release writes (see the message)."),
+    sarif.Rule("renamed", "A metric the engine renamed.", "Rewrite to the successor (check --fix/--write)."),
+    sarif.Rule("removed", "A metric the engine no longer writes, with no successor.", "Drop or replace the panel."),
+    sarif.Rule("not-yet", "A metric newer than the engine release.", "Upgrade, or use the older name."),
+    sarif.Rule("unknown", "An engine-prefixed name no release of that engine writes.", "Use a name it writes."),
+    sarif.Rule("wrong-separator", "The engine's separator spelled wrong (vllm_ for vllm:).", "Use the name given."),
+    sarif.Rule("counter-without-total", "A counter queried without _total.", "Query NAME_total."),
+    sarif.Rule("family-name", "A histogram's or summary's family name queried as a sample.", "Query a sample."),
+    sarif.Rule("summary-no-buckets", "_bucket of a family that is a summary.", "Use quantile, _sum or _count."),
+    sarif.Rule("look-alike", "A name no release had, close to the family meant.", "Use the family given."),
+    sarif.Rule("needs-flag", "A family written only with a flag or feature.", "Enable it, or drop the panel."),
+    sarif.Rule(
+        "native-histogram-bucket",
+        "A classic histogram's _bucket/_sum/_count where the scrape stores it as a native histogram.",
+        "Query the family name (histogram_quantile, histogram_sum, histogram_count).",
+    ),
+    sarif.Rule(
+        "or-constant-hides-empty", "An `or vector(0)` hides an empty side: a permanent constant.", "Fix the side."
+    ),
+    sarif.Rule(
+        "scale-from-zero",
+        "A scale-to-zero ScaledObject triggered only by series of the pods it scales: it never activates.",
+        "Keep one replica, or trigger on series that exist without the pods.",
+    ),
+    sarif.Rule("promql-error", "A query that does not parse or that Prometheus refuses.", "Fix the PromQL."),
+    sarif.Rule("bad-file", "A file check cannot read, parse or recognise.", "Fix or drop the file."),
+)
+_LEVEL: dict[str, sarif.Level] = {"empty": "error", "error": "error", "warning": "warning", "allowed": "note"}
+
+
+def findings(results: Sequence[Result], errors: Sequence[str]) -> list[sarif.Finding]:
+    """One SARIF result per query that is not ok, located at the line of the file that holds it."""
+    out = [sarif.Finding("bad-file", "error", e, _uri(e.split(":", 1)[0])) for e in errors]
+    lines: dict[str, list[str]] = {}
+    for r in results:
+        level = _LEVEL.get(r.status)
+        if level is None:
+            continue
+        rule = "promql-error" if r.status == "error" else (r.rules[0] if r.rules else "empty-query")
+        path = r.query.source.split(" ")[0]
+        message = f"{r.query.where}: {r.query.expr}: " + "; ".join(r.reasons)
+        if r.fix:
+            message += f"; fix: {r.fix}"
+        out.append(sarif.Finding(rule, level, message, _uri(path), _line(path, r.query.written, lines)))
+    return out
+
+
+def write_sarif(results: Sequence[Result], errors: Sequence[str], out: TextIO) -> None:
+    sarif.write("llm-exporter check", RULES, findings(results, errors), out)
+
+
+def _uri(path: str) -> str:
+    p = Path(path)
+    try:
+        return p.resolve().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _line(path: str, written: str, cache: dict[str, list[str]]) -> int | None:
+    """The 1-based line where the query stands (as written, or as JSON encodes it), None when not found."""
+    if path not in cache:
+        try:
+            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            cache[path] = []
+    probes = [written.splitlines()[0] if written else "", json.dumps(written, ensure_ascii=False)[1:-1]]
+    for probe in probes:
+        for i, line in enumerate(cache[path]):
+            if probe and probe in line:
+                return i + 1
+    return None

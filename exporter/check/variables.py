@@ -5,7 +5,8 @@ Resolution (`resolve`): variables in dashboard order, so a chained variable sees
   answered by a `Lookup` (the only I/O, injected); the variable's `regex` filters and extracts, `sort` orders;
 - custom (`a,b` or `text : value`), constant, textbox, interval (`auto` → `$__auto_interval`), datasource;
 - the value is the saved `current` one when it is among the options (or is All), else the first option, as
-  Grafana picks on load; All is the variable's `allValue` when set, else every option.
+  Grafana picks on load (All, when the variable includes it and saves no value); All is the variable's
+  `allValue` when set, else every option.
 Interpolation (`interpolate`): `$var`, `${var}`, `${var:format}`, `[[var]]`, `[[var:format]]`; without a
 format, multi-value and All variables are regex-escaped and joined as `(a|b)`, others are quoted-escaped
 (Grafana's Prometheus `interpolateQueryExpr`). Built-ins: `$__interval`, `$__rate_interval`, `$__range`…
@@ -175,7 +176,7 @@ def _choose(var: Variable, options: list[str]) -> Value:
     current = var.current
     if var.type == "interval" and current in (("auto",), ("$__auto_interval_" + var.name,)):
         return Value((BUILTINS["__auto_interval"],))
-    if var.include_all and (current == (ALL,) or (not current and not options)):
+    if var.include_all and (current == (ALL,) or not current):  # All is the first option Grafana lists
         return _all(var, options)
     if current and all(c in options for c in current) and var.type != "textbox":
         chosen = current

@@ -150,7 +150,7 @@ def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> 
     # the diagnosis from vLLM's release history, with the running version the exporter reports
     assert old.reasons == [
         "vllm:gpu_cache_usage_perc: never present in the last 7d: vllm:gpu_cache_usage_perc was removed in vLLM "
-        "0.12.0 (hidden behind --show-hidden-metrics-for-version from 0.11.2); its successor is "
+        "0.12.0 (hidden behind --show-hidden-metrics-for-version from 0.11.0); its successor is "
         "vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); the running vLLM is 0.32.0 (from "
         "llm_engine_info)"
     ]

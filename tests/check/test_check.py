@@ -56,7 +56,7 @@ def result(prom: str, expr: str, alert: bool = False) -> evaluate.Result:
             "empty",
             [
                 "vllm:gpu_cache_usage_perc: never present in the last 7d: vllm:gpu_cache_usage_perc was removed "
-                "in vLLM 0.12.0 (hidden behind --show-hidden-metrics-for-version from 0.11.2); its successor is "
+                "in vLLM 0.12.0 (hidden behind --show-hidden-metrics-for-version from 0.11.0); its successor is "
                 "vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); the running vLLM is 0.12.0 to 0.34.0 "
                 "(inferred from its series)"
             ],

@@ -71,7 +71,7 @@ def test_bad_files_are_named_and_the_others_still_checked(
     assert by_file["good.json"]["status"] == "ok"
     assert by_file["good.json"]["expr"] == 'vllm:kv_cache_usage_perc{model_name="m"}'
     assert by_file["syntax.json"]["status"] == "error"
-    assert set(by_file["syntax.json"]) == {"file", "location", "expr", "status", "reasons", "fix"}
+    assert set(by_file["syntax.json"]) == {"file", "location", "expr", "status", "reasons", "fix", "rules"}
 
 
 def test_unreachable_prometheus_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -116,7 +116,7 @@ def test_fix_prints_and_write_rewrites_keeping_formatting(
     board.write_text(text)
     rules = tmp_path / "keda.yaml"
     rules.write_text(
-        "# scale on the KV cache\nkind: ScaledObject\nmetadata: {name: s}\nspec:\n  triggers:\n"
+        "# scale on the KV cache\nkind: ScaledObject\nmetadata: {name: s}\nspec:\n  minReplicaCount: 1\n  triggers:\n"
         "  - type: prometheus  # the only trigger\n    metadata:\n      query: max(vllm:gpu_cache_usage_perc)\n"
     )
     code, out, _ = run(capsys, prom, "--fix", str(board), str(rules))

@@ -29,17 +29,17 @@ PROVENANCE = json.loads((CORPUS / "provenance.json").read_text())["files"]
 
 TPOT = (
     "vllm:time_per_output_token_seconds was removed in vLLM 0.15.0 (hidden behind "
-    "--show-hidden-metrics-for-version from 0.14.1); its successor is vllm:inter_token_latency_seconds "
+    "--show-hidden-metrics-for-version from 0.12.0); its successor is vllm:inter_token_latency_seconds "
     "(stable name llm_inter_token_latency_seconds); the running vLLM is 0.32.0 (from llm_engine_info)"
 )
 KV = (
     "vllm:gpu_cache_usage_perc was removed in vLLM 0.12.0 (hidden behind --show-hidden-metrics-for-version "
-    "from 0.11.2); its successor is vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); "
+    "from 0.11.0); its successor is vllm:kv_cache_usage_perc (stable name llm_kv_cache_usage_ratio); "
     "the running vLLM is 0.32.0 (from llm_engine_info)"
 )
 PREFIX = (
     "vllm:gpu_prefix_cache_{0}_total was removed in vLLM 0.12.0 (hidden behind --show-hidden-metrics-for-version "
-    "from 0.11.2); its successor is vllm:prefix_cache_{0}_total (stable name llm_prefix_cache_{0}_total); "
+    "from 0.11.0); its successor is vllm:prefix_cache_{0}_total (stable name llm_prefix_cache_{0}_total); "
     "the running vLLM is 0.32.0 (from llm_engine_info)"
 )
 SWAPPED = (
@@ -222,4 +222,6 @@ def test_the_command_line_on_the_whole_corpus(prom: str) -> None:
         "production-stack-prom-adapter.yaml": 2,
         "production-stack-vllm-model-metrics-dashboard.json": 0,
         "prometheus-adapter-config-map.yaml": 4,  # cAdvisor and node metrics: nothing here scrapes them
+        "tgi-grafana-dashboard.json": 55,  # TGI's and LMDeploy's own dashboards: no such engine here
+        "lmdeploy-dashboard.json": 27,
     }

@@ -1,0 +1,173 @@
+"""What the release tables say about one engine name on one release, with the corrected name (pure).
+
+Both modes of `check` use it: offline (`--against`) for every name an engine owns, live for a name Prometheus
+never had. The lints, each with the name to use instead:
+- `wrong-separator`: `vllm_x` / `sglang_x` where the engine writes `vllm:x` / `sglang:x` (SGLang's underscore
+  form only ever came from Dynamo re-publishing SGLang's metrics, fixed in Dynamo in 2026-01);
+- `counter-without-total`: a counter's family name where only `<name>_total` samples exist;
+- `family-name`: a histogram's or summary's family name where only `_bucket`/`_sum`/`_count` samples exist;
+- `summary-no-buckets`: `_bucket` of a family that is a summary on that release (TGI from 2.3.0);
+- `look-alike`: a name no release had whose meant family is known (`LOOK_ALIKES`);
+- `needs-flag`: a family written only with a flag or feature ("needs --enable-lora", not "renamed"), or a
+  matcher on a label written only with one (SGLang's `priority`, `dp_rank`);
+- `renamed` / `removed` / `not-yet`: from the release histories (`diagnosis`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from exporter.check import diagnosis
+from exporter.check.history import engines
+from exporter.check.promql import Matcher
+from exporter.check.tables import EngineTable, Family, owner
+
+LOOK_ALIKES: dict[str, tuple[str, str]] = {
+    # name as dashboards in the wild query it → (the family meant, why)
+    "sglang:num_retracted_reqs_total": (
+        "sglang:num_retracted_requests_total",
+        "the counter of retracted requests is sglang:num_retracted_requests_total "
+        "(sglang:num_retracted_reqs is the gauge of the last batch)",
+    ),
+    "sglang:hicache_eviction_": (
+        "sglang:evicted_tokens_total",
+        "HiCache evictions are counted by sglang:evicted_tokens_total",
+    ),
+    "sglang:hicache_load_back_": (
+        "sglang:load_back_tokens_total",
+        "HiCache load-backs are counted by sglang:load_back_tokens_total",
+    ),
+}
+"""Names no release exposes, seen in public dashboards (Dynamo's SGLang dashboard, SGLang's own), whose meant
+family the tables hold; keys ending in `_` match every name they begin."""
+
+LABEL_FLAGS: dict[str, dict[str, str]] = {
+    # engine → label → what writes it; from data/engine_metrics_by_version.json (`_meta.labels`): SGLang's
+    # `priority` only with --enable-priority-scheduling (0.5.10 on), `dp_rank` only with DP attention
+    "sglang": {
+        "priority": "priority scheduling (--enable-priority-scheduling)",
+        "dp_rank": "DP attention (--enable-dp-attention)",
+    },
+}
+
+
+def label_flag(table: EngineTable, matchers: Iterable[Matcher]) -> Finding | None:
+    """A matcher that selects a label the engine writes only with a flag (`priority="high"`), or None."""
+    for m in matchers:
+        needs = LABEL_FLAGS.get(table.engine, {}).get(m.label)
+        if needs and m.op in ("=", "=~") and m.value not in ("", ".*", ".+"):
+            text = f"{table.label} writes the label {m.label} only with {needs}: {m} needs it, not renamed"
+            return Finding("needs-flag", text, state="flag")
+    return None
+
+
+DYNAMO_NOTE = (
+    "the underscore form only ever came from Dynamo re-publishing SGLang's metrics, fixed in Dynamo in 2026-01"
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str  # the lint's id (SARIF rule)
+    text: str
+    replacement: str | None = None  # the sample name a fixed query uses
+    state: str = "empty"  # "empty", or "flag" when a flag or feature shows it
+
+
+def explain(name: str, version: str | None, table: EngineTable | None = None) -> Finding | None:
+    """Why `name` has no samples on `version` of its engine (any release when None), or None when it has
+    (or no engine owns it)."""
+    table = table or owner(name)
+    if table is None:
+        return None
+    releases = [version] if version else list(table.releases)
+    if any(name in table.exposed(v) for v in releases):
+        return None
+    on = f"{table.label} {version}" if version else f"any {table.label} release"
+    family = table.family_of(name)
+    if family is not None and name not in family.samples:  # a histogram's or summary's family name
+        samples = ", ".join(sorted(family.samples))
+        return Finding("family-name", f"no {table.label} release writes {name} as a sample: {name} writes {samples}")
+    if family is not None:
+        gated = _gated(table, family, name, releases)
+        if gated:
+            return gated
+        return _history(table, family, name, version, on)
+    return _unknown(table, name, version, on)
+
+
+def _gated(table: EngineTable, family: Family, name: str, releases: list[str]) -> Finding | None:
+    exposure = family.samples.get(name)
+    if exposure is None:
+        return None
+    for condition, (where, source) in exposure.gated.items():
+        if where & set(releases):
+            since = ", ".join(v for v in releases if v in where) if len(releases) == 1 else "its releases"
+            text = (
+                f"{name} is written by {table.label} {since} only with {condition} (declared at {source}): "
+                f"needs {condition}, not renamed"
+            )
+            return Finding("needs-flag", text, state="flag")
+    return None
+
+
+def _history(table: EngineTable, family: Family, name: str, version: str | None, on: str) -> Finding:
+    if version and family.type_at(version) == "summary" and name.endswith("_bucket"):
+        first = min((v for v in family.types.get("summary", ())), key=table.releases.index)
+        text = (
+            f"{family.name} is a summary from {table.label} {first} on: it has no buckets; "
+            f"use {family.name}{{quantile=...}}, {family.name}_sum or {family.name}_count"
+        )
+        return Finding("summary-no-buckets", text)
+    first_release = next((v for v in table.releases if name in table.exposed(v)), None)
+    known = _renamed(table, name, version)
+    if known is not None:
+        rule = "renamed" if known.replacement else "removed"
+        return Finding(rule, f"not written by {on}: {known.text}", known.replacement)
+    if first_release and version and table.releases.index(first_release) > table.releases.index(version):
+        return Finding("not-yet", f"{name} first appears in {table.label} {first_release}: not written by {on}")
+    last = next((v for v in reversed(table.releases) if name in table.exposed(v)), None)
+    if last:
+        after = table.releases[table.releases.index(last) + 1 : table.releases.index(last) + 2]
+        gone = f"removed in {table.label} {after[0]}" if after else f"last written by {table.label} {last}"
+        return Finding("removed", f"{name} was {gone}: not written by {on}")
+    return Finding("removed", f"no {table.label} release writes {name} by default")
+
+
+def _renamed(table: EngineTable, name: str, version: str | None) -> diagnosis.Diagnosis | None:
+    """The release history's word on a family that was renamed, hidden or removed (None: it has none)."""
+    history = next((h for h in engines() if h.engine == table.engine), None)
+    if history is None or version is None:
+        return None
+    entry = history.lookup(name)
+    if entry is None or not (entry.successor or entry.removed_in or entry.hidden_since):
+        return None
+    return diagnosis.explain(name, {table.engine: diagnosis.Running(table.engine, version, "--against")}, [history])
+
+
+def _unknown(table: EngineTable, name: str, version: str | None, on: str) -> Finding:
+    never = f"no {table.label} release exposes {name}"
+    for prefix in table.prefixes:
+        if prefix.endswith(":") and name.startswith(prefix[:-1] + "_"):
+            corrected = prefix + name[len(prefix) :]
+            if table.family_of(corrected) is not None:
+                note = f"; {DYNAMO_NOTE}" if table.engine == "sglang" else ""
+                text = f"{never}; the name is {corrected}{note}"
+                follow = explain(corrected, version, table)
+                return Finding("wrong-separator", text + (f"; and {follow.text}" if follow else ""), corrected)
+    for key, (meant, why) in LOOK_ALIKES.items():
+        if name == key or (key.endswith("_") and name.startswith(key)):
+            return Finding("look-alike", f"{never}; {why}", meant)
+    if table.family_of(name + "_total") is not None:
+        text = f"{never}: it is a counter, its samples are {name}_total"
+        return Finding("counter-without-total", text, name + "_total")
+    close = similar(name, table)
+    return Finding("unknown", never + (f"; similar {table.label} names: {close}" if close else ""))
+
+
+def similar(name: str, table: EngineTable) -> str:
+    """Names of the same engine that look like `name` (they may be a different quantity)."""
+    samples = sorted({s for f in table.families.values() for s in f.samples})
+    return ", ".join(difflib.get_close_matches(name, samples, n=3, cutoff=0.6))

@@ -1,0 +1,167 @@
+"""`check --against ENGINE==VERSION`: each query judged from the release tables alone, no Prometheus (pure).
+
+A selector of an engine's name is *data* when that release writes the sample by default, *flag* when only a
+flag or feature shows it (reported, not failed), *empty* otherwise (with why, from `names`, and the successor
+for `--fix`); a name no engine's table owns (kube-state-metrics, DCGM, recording rules, the router's own) is
+*not judged*, as is an engine given no `--against`, and a name with an engine's prefix that no release of that
+engine ever wrote and no lint corrects (production-stack's router writes `vllm:current_qps`). The query's
+verdict follows from its structure (`judge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from exporter.check import names
+from exporter.check.evaluate import ALLOW_EMPTY, Result, anchored_name, hidden_reason, scale_from_zero_reason
+from exporter.check.inputs import Query
+from exporter.check.judge import DATA, EMPTY, FLAG, UNJUDGED, judge
+from exporter.check.promql import PromQLSyntaxError, Selector, parse, rename, selectors
+from exporter.check.tables import EngineTable, owner, tables
+
+NATIVE = "native-histogram-bucket"
+
+
+class TargetError(ValueError):
+    """An `--against`/`--from` that names no engine or release the tables know; the message says which exist."""
+
+
+@dataclass(frozen=True)
+class Target:
+    table: EngineTable
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.table.engine}=={self.version}"
+
+
+def parse_target(text: str) -> Target:
+    engine, sep, version = text.partition("==")
+    known = tables()
+    if not sep or not engine or not version:
+        raise TargetError(f"{text!r}: expected ENGINE==VERSION, e.g. vllm==0.33.0")
+    table = known.get(engine.strip().lower())
+    if table is None:
+        raise TargetError(f"{text!r}: no engine {engine!r}; the tables know {', '.join(sorted(known))}")
+    release = table.release(version.strip())
+    if release is None:
+        raise TargetError(
+            f"{text!r}: {table.label} {version} is not in the release tables "
+            f"({table.releases[0]} to {table.releases[-1]})"
+        )
+    return Target(table, release)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    state: str  # data, flag, unjudged, empty
+    reason: str = ""
+    rule: str = ""
+    replacement: str | None = None
+
+
+class OfflineChecker:
+    def __init__(self, targets: Iterable[Target], converting: Sequence[str] = (), recorded: Iterable[str] = ()) -> None:
+        self.targets: Mapping[str, Target] = {t.table.engine: t for t in targets}
+        self.converting = tuple(converting)  # where the scrape stores classic histograms as native ones
+        self.recorded = frozenset(recorded)  # names the given rule files record: theirs, not the engine's
+
+    def describe(self) -> str:
+        return ", ".join(f"{t.table.label} {t.version}" for t in self.targets.values())
+
+    def verdict(self, sel: Selector) -> Verdict:
+        name = sel.name or anchored_name(sel)
+        if name in self.recorded:
+            return Verdict(UNJUDGED, f"{name}: not judged: a recording rule of the files checked")
+        table = owner(name) if name else None
+        if table is None:
+            return Verdict(UNJUDGED, f"{name or sel}: not judged: no engine's release table owns it")
+        target = self.targets.get(table.engine)
+        if target is None:
+            return Verdict(UNJUDGED, f"{name}: not judged: no --against for {table.label}")
+        if name in target.table.exposed(target.version):
+            gated = names.label_flag(target.table, sel.matchers)
+            if gated is not None:
+                return Verdict(FLAG, f"{sel}: {gated.text}", gated.rule)
+            return self._stored(target, name)
+        found = names.explain(name, target.version, target.table)
+        if found is None:  # not reached: explain answers for every name the release does not write
+            return Verdict(UNJUDGED, f"{name}: not judged")
+        if found.rule == "unknown":  # the engine's prefix, but no release of it ever wrote it: another producer's
+            text = f"{name}: not judged: {found.text} (another producer's name, a router's or a gateway's?)"
+            return Verdict(UNJUDGED, text)
+        state = FLAG if found.state == "flag" else EMPTY
+        return Verdict(state, f"{name}: {found.text}", found.rule, found.replacement)
+
+    def _stored(self, target: Target, name: str) -> Verdict:
+        """A sample the release writes: stored as written unless the scrape converts its histogram."""
+        family = target.table.family_of(name)
+        if not self.converting or family is None or family.type_at(target.version) != "histogram":
+            return Verdict(DATA)
+        suffix = name[len(family.name) :]
+        if suffix not in ("_bucket", "_sum", "_count"):
+            return Verdict(DATA)
+        where = "; ".join(self.converting)
+        if suffix == "_bucket":
+            text = (
+                f"{name}: the scrape stores {family.name} as a native histogram ({where}): no _bucket series; "
+                f"query {family.name} (histogram_quantile reads it as is)"
+            )
+            return Verdict(EMPTY, text, NATIVE, family.name)
+        function = "histogram_sum" if suffix == "_sum" else "histogram_count"
+        text = (
+            f"{name}: the scrape stores {family.name} as a native histogram ({where}): no {suffix} series; "
+            f"use {function}({family.name})"
+        )
+        return Verdict(EMPTY, text, NATIVE)
+
+    def check(self, query: Query) -> Result:
+        try:
+            tree = parse(query.expr)
+            parsed = list(dict.fromkeys(selectors(query.expr)))
+        except PromQLSyntaxError as exc:
+            return Result(query, "error", [f"PromQL: {exc}"])
+        verdicts = {sel: self.verdict(sel) for sel in parsed}
+        outcome = judge(tree, lambda sel: verdicts[sel].state)
+        if query.alert:  # empty while healthy: only its selectors must exist
+            states = [v.state for v in verdicts.values()]
+            state = next((s for s in (EMPTY, FLAG, DATA) if s in states), UNJUDGED)
+            causes = [s for s, v in verdicts.items() if v.state == state]
+        else:
+            state, causes = outcome.state, list(outcome.causes)
+        reasons = [verdicts[s].reason for s in causes if verdicts[s].reason]
+        rules = [verdicts[s].rule for s in causes if verdicts[s].rule]
+        renames = dict(
+            _rename(s.name or anchored_name(s), v) for s, v in verdicts.items() if v.replacement and v.state == EMPTY
+        )
+        for hidden in outcome.hidden:
+            reasons.append(hidden_reason(query.expr, hidden, f"on {self.describe()}"))
+            reasons.extend(verdicts[s].reason for s in hidden.causes if verdicts[s].reason)
+            rules.append("or-constant-hides-empty")
+        if query.scales_to_zero and state == DATA and all(verdicts[s].state != UNJUDGED for s in parsed):
+            reasons.append(scale_from_zero_reason(query))
+            rules.append("scale-from-zero")
+        status = {DATA: "ok", EMPTY: "empty", FLAG: "allowed", UNJUDGED: "unjudged"}[state]
+        if status == "ok" and reasons:
+            status = "warning"
+        if status == "empty" and ALLOW_EMPTY in query.expr:
+            status = "allowed"
+        if status == "unjudged":
+            reasons = [verdicts[s].reason for s in parsed if verdicts[s].state == UNJUDGED]
+        fix = None
+        if renames:
+            fix = query.written
+            for old, new in renames.items():
+                fix = rename(fix, old, new)
+        return Result(query, status, list(dict.fromkeys(reasons)), fix, renames, rules=list(dict.fromkeys(rules)))
+
+
+def _rename(name: str, verdict: Verdict) -> tuple[str, str]:
+    """The name to replace in the text and its replacement: a renamed histogram's family, so that each of its
+    samples (`_bucket`, `_sum`, `_count`) follows; any other correction as the sample it names."""
+    new = verdict.replacement or name
+    for suffix in ("_bucket", "_sum", "_count"):
+        if verdict.rule == "renamed" and name.endswith(suffix) and not new.endswith(suffix):
+            return name[: -len(suffix)], new
+    return name, new
