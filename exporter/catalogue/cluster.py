@@ -29,8 +29,8 @@ CLUSTER_LARGEST_FREE_BLOCK = _g(
 )
 PENDING_POD_GPUS_REQUESTED = _g(
     "llm_pending_pod_gpus_requested",
-    "GPUs requested by an unschedulable pod, with the reason it cannot be placed: fragmented, insufficient, "
-    "constrained or fits.",
+    "GPUs requested by an unschedulable or gated pod, with the reason it cannot be placed: fragmented, "
+    "insufficient, constrained, other_resources, pod_affinity, topology_spread, fits, quota, gated or backoff.",
     ("namespace", "pod", "resource", "reason"),
 )
 LAST_SYNC = _g(
@@ -41,7 +41,7 @@ LAST_SYNC = _g(
 )
 CLUSTER_PENDING_PODS = _g(
     "llm_cluster_pending_pods",
-    "Unschedulable GPU pods by resource and reason, all of them (llm_pending_pod_gpus_requested is bounded).",
+    "Unschedulable or gated GPU pods by resource and reason, all of them (llm_pending_pod_gpus_requested is bounded).",
     ("resource", "reason"),
 )
 PENDING_TRUNCATED = _g(

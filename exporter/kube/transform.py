@@ -17,15 +17,20 @@ from exporter.kube.records import (
     Constraints,
     DeviceRecord,
     NodeRecord,
+    PodAffinityTerm,
     PodRecord,
+    PodTraits,
     Requirement,
+    Selector,
     SliceRecord,
+    SpreadConstraint,
     Taint,
     Toleration,
     intern,
     intern_constraints,
+    intern_traits,
 )
-from exporter.kube.requests import effective_requests, parse_count
+from exporter.kube.requests import amount, effective_requests, parse_count
 
 Obj = dict[str, Any]
 
@@ -33,6 +38,7 @@ Obj = dict[str, Any]
 # counts), renamed time-sliced shares, and MIG slices of the mixed strategy.
 GPU_RESOURCE_PATTERNS: tuple[str, ...] = ("nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*", "amd.com/gpu")
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})  # PreferNoSchedule does not block placement
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # the API server sets it on every namespace
 
 
 def gpu_matcher(patterns: Iterable[str] = GPU_RESOURCE_PATTERNS) -> Callable[[str], bool]:
@@ -63,6 +69,11 @@ def node_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> No
     allocatable = tuple(
         sorted((intern(name), parse_count(v)) for name, v in (status.get("allocatable") or {}).items() if is_gpu(name))
     )
+    resources = tuple(
+        sorted(
+            (intern(name), amount(name, v)) for name, v in (status.get("allocatable") or {}).items() if not is_gpu(name)
+        )
+    )
     labels = {intern(k): v for k, v in (meta.get("labels") or {}).items()}
     return NodeRecord(
         intern(meta["name"]),
@@ -71,6 +82,7 @@ def node_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> No
         labels=labels,
         taints=taints,
         allocatable=allocatable,
+        resources=resources,
     )
 
 
@@ -109,7 +121,94 @@ def _claim_names(spec: Obj, status: Obj) -> tuple[str, ...]:
     return tuple(names)
 
 
+def selector_of(obj: Obj | None) -> Selector | None:
+    """A metav1.LabelSelector object; None stays None (an unset selector, which selects nothing)."""
+    if obj is None:
+        return None
+    match_labels = tuple(sorted((obj.get("matchLabels") or {}).items()))
+    return Selector(match_labels, _requirements(obj.get("matchExpressions") or ()))
+
+
+def _affinity_terms(section: Obj | None) -> tuple[PodAffinityTerm, ...]:
+    terms = []
+    for term in (section or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ():
+        namespace_selector = selector_of(term.get("namespaceSelector"))
+        understood = namespace_selector is None or all(
+            key == NAMESPACE_NAME_LABEL
+            for key in (
+                *(k for k, _ in namespace_selector.match_labels),
+                *(r[0] for r in namespace_selector.expressions),
+            )
+        )
+        terms.append(
+            PodAffinityTerm(
+                intern(term["topologyKey"]),
+                selector_of(term.get("labelSelector")),
+                tuple(term.get("namespaces") or ()),
+                namespace_selector,
+                understood,
+            )
+        )
+    return tuple(terms)
+
+
+def _spread(spec: Obj) -> tuple[SpreadConstraint, ...]:
+    return tuple(
+        SpreadConstraint(
+            int(c["maxSkew"]),
+            intern(c["topologyKey"]),
+            selector_of(c.get("labelSelector")),
+            int(c.get("minDomains") or 1),
+            tuple(c.get("matchLabelKeys") or ()),
+            (c.get("nodeAffinityPolicy") or "Honor") == "Honor",
+            (c.get("nodeTaintsPolicy") or "Ignore") == "Honor",
+        )
+        for c in spec.get("topologySpreadConstraints") or ()
+        if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+    )
+
+
+def _unmodeled(spec: Obj) -> bool:
+    """Host ports and PersistentVolumeClaims have filters of their own (NodePorts, volume binding, zones)."""
+    ports = any(
+        p.get("hostPort")
+        for c in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ()))
+        for p in c.get("ports") or ()
+    )
+    return ports or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or ())
+
+
+def traits_of(meta: Obj, spec: Obj, is_gpu: Callable[[str], bool], bound: bool) -> PodTraits:
+    """The pod's traits; a bound pod keeps only what constrains others (labels, requests, anti-affinity)."""
+    other = effective_requests(
+        spec.get("containers") or (),
+        spec.get("initContainers") or (),
+        spec.get("overhead"),
+        is_gpu=lambda name: not is_gpu(name),
+        parse=amount,
+        pod_level=spec.get("resources"),
+    )
+    affinity = spec.get("affinity") or {}
+    labels = tuple(sorted((intern(k), v) for k, v in (meta.get("labels") or {}).items()))
+    anti_affinity = _affinity_terms(affinity.get("podAntiAffinity"))
+    if bound:
+        return intern_traits(PodTraits(labels, tuple(sorted(other.items())), anti_affinity=anti_affinity))
+    return intern_traits(
+        PodTraits(
+            labels,
+            tuple(sorted(other.items())),
+            _affinity_terms(affinity.get("podAffinity")),
+            anti_affinity,
+            _spread(spec),
+            tuple(g["name"] for g in spec.get("schedulingGates") or ()),
+            _unmodeled(spec),
+        )
+    )
+
+
 def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> PodRecord | None:
+    """Every pod that holds or wants GPUs, and every other bound pod (its cpu, memory and labels count for
+    the pre-resource filters of the GPU pods); finished pods and unbound pods without GPUs are not kept."""
     meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
     phase = status.get("phase") or "Pending"
     if phase in ("Succeeded", "Failed"):
@@ -118,9 +217,9 @@ def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> Pod
         spec.get("containers") or (), spec.get("initContainers") or (), spec.get("overhead"), is_gpu=is_gpu
     )
     claims = _claim_names(spec, status)
-    if not requests and not claims:
-        return None
     node = spec.get("nodeName") or ""
+    if not requests and not claims and not node:
+        return None
     unschedulable = any(
         c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
         for c in status.get("conditions") or ()
@@ -135,6 +234,8 @@ def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> Pod
         gated=bool(spec.get("schedulingGates")),
         constraints=constraints_of(spec) if not node else Constraints(),  # a bound pod goes nowhere else
         claims=claims,
+        traits=traits_of(meta, spec, is_gpu, bool(node)),
+        terminating=bool(meta.get("deletionTimestamp")),
     )
 
 

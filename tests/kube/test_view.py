@@ -72,7 +72,8 @@ def test_fragmented_two_two_one_one() -> None:
     v = view([*two_two_one_one(), pod("vllm-big-0", 4, namespace="demo"), pod("vllm-small-0", 2, namespace="demo")])
     assert free_of(v)[("gpu-0", "nvidia.com/gpu")] == (8, 6, 2)
     assert v.free == {"nvidia.com/gpu": (6, 2)}
-    assert reasons(v) == {"vllm-big-0:nvidia.com/gpu": "fragmented", "vllm-small-0:nvidia.com/gpu": "fits"}
+    # the small one has room on gpu-0 and nothing else holds it: only the scheduler's retry is missing
+    assert reasons(v) == {"vllm-big-0:nvidia.com/gpu": "fragmented", "vllm-small-0:nvidia.com/gpu": "backoff"}
 
 
 def test_insufficient_and_constrained() -> None:
@@ -93,7 +94,7 @@ def test_tainted_node_needs_a_toleration() -> None:
     tainted = node("t", 4, taints=[taint("nvidia.com/gpu", value="present")])
     tolerating = pod("tol-0", 4, tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists"}])
     v = view([tainted, node("small", 1), pod("plain-0", 4), tolerating])
-    assert reasons(v) == {"plain-0:nvidia.com/gpu": "insufficient", "tol-0:nvidia.com/gpu": "fits"}
+    assert reasons(v) == {"plain-0:nvidia.com/gpu": "insufficient", "tol-0:nvidia.com/gpu": "backoff"}
 
 
 def test_init_containers_count_by_the_scheduler_rule() -> None:
@@ -119,10 +120,16 @@ def test_finished_pods_hold_nothing_bound_pending_pods_hold() -> None:
     assert v.pending == []  # a bound pod is not waiting for placement
 
 
-def test_gated_and_not_yet_unschedulable_pods_are_not_classified() -> None:
+def test_gated_pods_say_which_gate_and_unseen_pods_are_not_classified() -> None:
     fresh = pod("fresh-0", 1)
     fresh["status"].pop("conditions")  # the scheduler has not looked at it yet
-    assert view([node("a", 0), pod("gated-0", 1, scheduling_gates=["kueue.x-k8s.io/admission"]), fresh]).pending == []
+    objects = [
+        node("a", 8),
+        pod("queued-0", 1, scheduling_gates=["kueue.x-k8s.io/admission"]),  # Kueue: no quota admitted yet
+        pod("held-0", 1, scheduling_gates=["example.com/wait-for-weights"]),
+        fresh,
+    ]
+    assert reasons(view(objects)) == {"queued-0:nvidia.com/gpu": "quota", "held-0:nvidia.com/gpu": "gated"}
 
 
 def test_mig_and_time_sliced_resources_are_separate() -> None:
@@ -156,7 +163,7 @@ def test_dra_devices_minus_allocated_claims_per_driver() -> None:
     ]
     v = view(objects)
     assert free_of(v) == {("dra-a", "gpu.nvidia.com"): (4, 3, 1), ("dra-b", "gpu.nvidia.com"): (2, 0, 2)}
-    assert reasons(v) == {"wait-0:gpu.nvidia.com": "fits"}
+    assert reasons(v) == {"wait-0:gpu.nvidia.com": "backoff"}
 
 
 def test_dra_newest_pool_generation_and_shared_counters() -> None:
@@ -172,7 +179,9 @@ def test_dra_newest_pool_generation_and_shared_counters() -> None:
 
 
 def test_pod_records_keep_only_what_is_needed() -> None:
-    assert pod_record(pod("cpu-only-0")) is None
+    assert pod_record(pod("cpu-only-0")) is None  # unbound and without GPUs: constrains nobody
+    bound = pod_record(pod("cpu-only-1", node="a"))  # its cpu and labels count for GPU pods on node a
+    assert bound is not None and bound.traits.other == (("cpu", 1000), ("memory", 2**30))
     assert pod_record(pod("done-0", 1, node="a", phase="Succeeded")) is None
     record = pod_record(pod("vllm-0", 2, namespace="ml", node_selector={"pool": "x"}))
     assert record is not None
@@ -219,18 +228,25 @@ def test_exposition_of_a_small_cluster() -> None:
         "request that can be placed now.\n"
         "# TYPE llm_cluster_gpus_largest_free_block gauge\n"
         'llm_cluster_gpus_largest_free_block{resource="nvidia.com/gpu"} 2\n'
-        "# HELP llm_pending_pod_gpus_requested GPUs requested by an unschedulable pod, with the reason it cannot be "
-        "placed: fragmented, insufficient, constrained or fits.\n"
+        "# HELP llm_pending_pod_gpus_requested GPUs requested by an unschedulable or gated pod, with the reason it "
+        "cannot be placed: fragmented, insufficient, constrained, other_resources, pod_affinity, topology_spread, "
+        "fits, quota, gated or backoff.\n"
         "# TYPE llm_pending_pod_gpus_requested gauge\n"
         'llm_pending_pod_gpus_requested{namespace="demo",pod="vllm-big-0",resource="nvidia.com/gpu",'
         'reason="insufficient"} 4\n'
-        "# HELP llm_cluster_pending_pods Unschedulable GPU pods by resource and reason, all of them "
+        "# HELP llm_cluster_pending_pods Unschedulable or gated GPU pods by resource and reason, all of them "
         "(llm_pending_pod_gpus_requested is bounded).\n"
         "# TYPE llm_cluster_pending_pods gauge\n"
+        'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="backoff"} 0\n'
         'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="constrained"} 0\n'
         'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="fits"} 0\n'
         'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="fragmented"} 0\n'
+        'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="gated"} 0\n'
         'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="insufficient"} 2\n'
+        'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="other_resources"} 0\n'
+        'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="pod_affinity"} 0\n'
+        'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="quota"} 0\n'
+        'llm_cluster_pending_pods{resource="nvidia.com/gpu",reason="topology_spread"} 0\n'
         "# HELP llm_pending_pods_truncated Unschedulable GPU pod series left out of llm_pending_pod_gpus_requested "
         "by cluster.max_pending_pods.\n"
         "# TYPE llm_pending_pods_truncated gauge\n"
