@@ -11,7 +11,11 @@ NODE_RESOURCE = ("node", "resource")
 _g = partial(gauge, subsystem="cluster", role="cluster")
 _c = partial(counter, subsystem="cluster", role="cluster")
 
-NODE_ALLOCATABLE = _g("llm_node_gpus_allocatable", "GPUs (or slices, shares, devices) the node offers.", NODE_RESOURCE)
+NODE_ALLOCATABLE = _g(
+    "llm_node_gpus_allocatable",
+    "GPUs (or slices, shares, devices) the node offers; DRA devices per DeviceClass that selects them.",
+    NODE_RESOURCE,
+)
 NODE_ALLOCATED = _g(
     "llm_node_gpus_allocated", "GPUs requested by the pods bound to the node that have not finished.", NODE_RESOURCE
 )
@@ -67,6 +71,12 @@ KUBE_REQUEST_ERRORS = _c(
     "Failed list or watch requests (connection refused, timeouts, error statuses) and unreadable objects.",
     ("resource",),
 )
+DEVICE_CLASS_UNDERSTOOD = _g(
+    "llm_dra_device_class_understood",
+    "1 when every CEL selector of the DRA DeviceClass is in the subset the cluster view evaluates; 0 when not: "
+    "no device is counted under it and pods whose claims ask for it are not classified.",
+    ("device_class",),
+)
 
 METRICS: tuple[MetricSpec, ...] = (
     NODE_ALLOCATABLE,
@@ -83,4 +93,5 @@ METRICS: tuple[MetricSpec, ...] = (
     KUBE_RELISTS,
     KUBE_WATCH_RESTARTS,
     KUBE_REQUEST_ERRORS,
+    DEVICE_CLASS_UNDERSTOOD,
 )

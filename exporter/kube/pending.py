@@ -71,9 +71,10 @@ def classify(requested: int, free: list[int]) -> str:
 
 
 def demands(
-    pod: PodRecord, claims: Mapping[str, ClaimRecord], class_to_resource: Callable[[str], str]
+    pod: PodRecord, claims: Mapping[str, ClaimRecord], class_to_resource: Callable[[str], str | None]
 ) -> dict[str, int]:
-    """resource → count the pod asks for: device-plugin requests plus its unallocated DRA claims."""
+    """resource → count the pod asks for: device-plugin requests plus its unallocated DRA claims (a device
+    class whose selectors are not understood, `class_to_resource` None, is left out: never guessed)."""
     out = dict(pod.requests)
     for name in pod.claims:
         claim = claims.get(f"{pod.namespace}/{name}")
@@ -81,7 +82,8 @@ def demands(
             continue
         for device_class, count in claim.requests:
             resource = class_to_resource(device_class)
-            out[resource] = out.get(resource, 0) + count
+            if resource is not None:
+                out[resource] = out.get(resource, 0) + count
     return out
 
 
@@ -140,7 +142,7 @@ def pending_pods(
     pods: Collection[PodRecord],
     usage: Iterable[Usage],
     claims: Mapping[str, ClaimRecord] | None = None,
-    class_to_resource: Callable[[str], str] = str,
+    class_to_resource: Callable[[str], str | None] = str,
 ) -> list[PendingPod]:
     """Every unschedulable or gated GPU pod with its reason, sorted by reason, namespace, pod and resource."""
     placer: _Placer | None = None

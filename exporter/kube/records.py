@@ -10,6 +10,9 @@ from __future__ import annotations
 import sys
 import weakref
 from dataclasses import dataclass
+from typing import Any
+
+from exporter.kube.cel import Device
 
 Pair = tuple[str, int]  # (resource name, count)
 
@@ -217,16 +220,19 @@ class PodRecord:
 
 
 class DeviceRecord:
-    __slots__ = ("counter_sets", "kind", "name")
+    __slots__ = ("counter_sets", "device", "kind", "name")
 
-    def __init__(self, name: str, kind: str = "", counter_sets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, name: str, kind: str = "", counter_sets: tuple[str, ...] = (), device: Device | None = None
+    ) -> None:
         self.name = name
         self.kind = kind  # the `type` attribute (NVIDIA: gpu, mig, vfio), "" when the driver sets none
         self.counter_sets = counter_sets  # shared counter sets it consumes (partitionable devices)
+        self.device = device or Device("", {}, {})  # what DeviceClass selectors see (attributes, capacity)
 
 
 class SliceRecord:
-    __slots__ = ("devices", "driver", "generation", "node", "pool", "slice_count")
+    __slots__ = ("devices", "driver", "generation", "matched", "node", "pool", "slice_count")
 
     def __init__(
         self,
@@ -244,6 +250,9 @@ class SliceRecord:
         self.generation = generation
         self.slice_count = slice_count
         self.devices = devices
+        # the resources of each device for one set of device classes: (their identity, per device), cached
+        # because the selectors are evaluated again only when the slice or the classes change
+        self.matched: tuple[Any, list[tuple[str, ...]]] | None = None
 
 
 class ClaimRecord:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from exporter.catalogue import cluster as m
 from exporter.exposition import Family
+from exporter.kube.deviceclass import DeviceClassRecord
 from exporter.kube.pending import REASONS
 from exporter.kube.view import ClusterView
 from exporter.sources.kube import ReflectorStats
@@ -38,6 +39,16 @@ def view_families(view: ClusterView, max_pending_pods: int) -> list[Family]:
     truncated = Family(m.PENDING_TRUNCATED)
     truncated.add((), max(0, len(view.pending) - max_pending_pods))
     return [allocatable, allocated, free, schedulable, cluster_free, largest, requested, pending, truncated]
+
+
+def class_families(classes: Mapping[str, DeviceClassRecord]) -> list[Family]:
+    """Whether each DeviceClass's selectors are understood; nothing on clusters without DeviceClasses."""
+    if not classes:
+        return []
+    understood = Family(m.DEVICE_CLASS_UNDERSTOOD)
+    for name, record in sorted(classes.items()):
+        understood.add((name,), 1.0 if record.understood else 0.0)
+    return [understood]
 
 
 def sync_families(stats: Mapping[str, ReflectorStats], last_sync: float | None) -> list[Family]:

@@ -11,6 +11,7 @@ import fnmatch
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from exporter.kube.cel import Device, Version
 from exporter.kube.records import (
     AffinityTerm,
     ClaimRecord,
@@ -30,7 +31,7 @@ from exporter.kube.records import (
     intern_constraints,
     intern_traits,
 )
-from exporter.kube.requests import amount, effective_requests, parse_count
+from exporter.kube.requests import amount, effective_requests, parse_count, parse_quantity
 
 Obj = dict[str, Any]
 
@@ -245,22 +246,55 @@ def _device_type(device: Obj) -> str:
     return str(attribute.get("string", ""))
 
 
+def _attribute_value(value: Obj) -> str | int | bool | Version:
+    """A DeviceAttribute: exactly one of int, bool, string, version."""
+    if "int" in value:
+        return int(value["int"])
+    if "bool" in value:
+        return bool(value["bool"])
+    if "string" in value:
+        return str(value["string"])
+    if "version" in value:
+        return Version(str(value["version"]))
+    raise ValueError(f"device attribute without a value: {value!r}")
+
+
+def _by_domain(items: Obj, driver: str, read: Callable[[Obj], Any]) -> dict[str, dict[str, Any]]:
+    """Qualified names ("domain/name") by their domain; unqualified ones belong to the driver's domain."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in items.items():
+        domain, _, name = key.rpartition("/")
+        out.setdefault(intern(domain or driver), {})[intern(name)] = read(value)
+    return out
+
+
+def device_view(device: Obj, driver: str) -> Device:
+    """A ResourceSlice device (resource.k8s.io/v1: attributes and capacity on the device itself)."""
+    return Device(
+        driver,
+        _by_domain(device.get("attributes") or {}, driver, _attribute_value),
+        _by_domain(device.get("capacity") or {}, driver, lambda c: parse_quantity(c["value"])),
+    )
+
+
 def slice_record(obj: Obj) -> SliceRecord | None:
     spec = obj["spec"]
     node = spec.get("nodeName")
     if not node:
         return None  # network-attached pools (nodeSelector/allNodes) are not one node's capacity
     pool = spec["pool"]
+    driver = intern(spec["driver"])
     devices = tuple(
         DeviceRecord(
             d["name"],
             _device_type(d),
             tuple(sorted({c["counterSet"] for c in d.get("consumesCounters") or ()})),
+            device_view(d, driver),
         )
         for d in spec.get("devices") or ()
     )
     return SliceRecord(
-        intern(spec["driver"]),
+        driver,
         intern(pool["name"]),
         node=intern(node),
         generation=int(pool.get("generation", 0)),

@@ -204,7 +204,8 @@ def test_exposition_of_a_small_cluster() -> None:
     ]
     text = render(kube_render.view_families(view(objects), max_pending_pods=1))
     assert text == (
-        "# HELP llm_node_gpus_allocatable GPUs (or slices, shares, devices) the node offers.\n"
+        "# HELP llm_node_gpus_allocatable GPUs (or slices, shares, devices) the node offers; DRA devices per "
+        "DeviceClass that selects them.\n"
         "# TYPE llm_node_gpus_allocatable gauge\n"
         'llm_node_gpus_allocatable{node="gpu-0",resource="nvidia.com/gpu"} 8\n'
         'llm_node_gpus_allocatable{node="gpu-1",resource="nvidia.com/gpu"} 8\n'
@@ -252,3 +253,46 @@ def test_exposition_of_a_small_cluster() -> None:
         "# TYPE llm_pending_pods_truncated gauge\n"
         "llm_pending_pods_truncated 1\n"
     )
+
+
+def model_slice(node_name: str, models: list[str], driver: str = "gpu.example.com") -> dict[str, Any]:
+    """A resource.k8s.io/v1 slice whose devices carry a `model` attribute, as the example driver's do."""
+    obj = resource_slice(node_name, len(models), driver=driver)
+    for device, model in zip(obj["spec"]["devices"], models, strict=True):
+        device["attributes"] = {"model": {"string": model}, "type": {"string": "gpu"}}
+    return obj
+
+
+def test_dra_counts_per_device_class_by_its_selectors() -> None:
+    """H100s free 2/2/0 on three nodes, four A100s free on a fourth, a claim for 3 H100s: fragmented."""
+    from exporter.kube.deviceclass import class_record
+
+    driver = "gpu.example.com"
+    h100 = class_record(
+        {
+            "metadata": {"name": "h100"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.attributes["{driver}"].model == "h100"'}}]},
+        }
+    )
+    objects = [node(n) for n in ("h-0", "h-1", "h-2", "a-0")]
+    objects += [model_slice(n, ["h100"] * 2) for n in ("h-0", "h-1", "h-2")]
+    objects.append(model_slice("a-0", ["a100"] * 4))
+    taken = [(driver, "h-2", "gpu-0"), (driver, "h-2", "gpu-1")]
+    objects += [resource_claim("busy", device_class="h100", count=2, allocated=taken)]
+    objects += [resource_claim("big-0-gpus", device_class="h100", count=3)]
+    objects.append(pod("big-0", claims=[{"name": "gpus", "resourceClaimName": "big-0-gpus"}]))
+    nodes = {key_of(o): node_record(o) for o in objects if o["kind"] == "Node"}
+    pods = {key_of(o): r for o in objects if o["kind"] == "Pod" and (r := pod_record(o)) is not None}
+    slices = {key_of(o): r for o in objects if o["kind"] == "ResourceSlice" and (r := slice_record(o)) is not None}
+    claims = {key_of(o): claim_record(o) for o in objects if o["kind"] == "ResourceClaim"}
+    v = compute(nodes, pods, slices, claims, classes={"h100": h100})
+    # the A100s, which no class selects, stay under the driver's name: the models are no longer mixed
+    assert free_of(v) == {
+        ("a-0", driver): (4, 0, 4),
+        ("h-0", "h100"): (2, 0, 2),
+        ("h-1", "h100"): (2, 0, 2),
+        ("h-2", "h100"): (2, 2, 0),
+    }
+    assert reasons(v) == {"big-0:h100": "fragmented"}
+    # without the class the claim is counted against the driver's devices alike, and wrongly fits
+    assert reasons(compute(nodes, pods, slices, claims, lambda c: driver)) == {f"big-0:{driver}": "backoff"}
