@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from exporter.kube.capacity import Usage
 from exporter.kube.eligibility import admits
-from exporter.kube.placement import FILTERS, AffinityState, PodIndex, SpreadState, first_failing_filter
+from exporter.kube.placement import FILTERS, AffinityState, PodIndex, SpreadState, fits_other_resources
 from exporter.kube.records import ClaimRecord, NodeRecord, PodRecord
 
 # also the order kept when truncating: the actionable reasons first
@@ -60,12 +60,17 @@ class PendingPod:
 
 
 def classify(requested: int, free: list[int]) -> str:
-    """The reason for a request of `requested` given the free counts of its eligible nodes."""
+    """The reason for a request of `requested` given the free counts of its candidate nodes."""
     if not free:
         return "constrained"
-    if max(free) >= requested:
+    return classify_totals(requested, sum(free), max(free))
+
+
+def classify_totals(requested: int, total: int, largest: int) -> str:
+    """The same from Σ free and the largest free count of one candidate (there is at least one)."""
+    if largest >= requested:
         return "fits"
-    if sum(free) >= requested:
+    if total >= requested:
         return "fragmented"
     return "insufficient"
 
@@ -91,14 +96,29 @@ def gate_reason(pod: PodRecord) -> str:
     return "quota" if KUEUE_ADMISSION_GATE in pod.traits.gates else "gated"
 
 
-def blocking_filter(failures: list[str]) -> str:
-    """The filter that keeps the pod off most eligible nodes; ties go to the scheduler's earlier filter."""
-    counted = {f: failures.count(f) for f in FILTERS}
-    return max(FILTERS, key=lambda f: (counted[f], -FILTERS.index(f)))
+def blocking_filter(failures: Mapping[str, int]) -> str:
+    """The filter that keeps the pod off most eligible nodes (`failures`: filter → nodes it keeps the pod
+    off, each node counted under its first failing filter); ties go to the scheduler's earlier filter."""
+    return max(FILTERS, key=lambda f: (failures.get(f, 0), -FILTERS.index(f)))
+
+
+@dataclass(slots=True)
+class _Passing:
+    """The eligible nodes of one (constraints, resource) where the pod's non-GPU requests fit too."""
+
+    eligible: int  # how many eligible nodes there are, passing or not
+    free: dict[str, int]  # node → free count of the resource, the passing nodes only
+    ordered: list[tuple[int, str]]  # (free, node), largest first
+    total: int
 
 
 class _Placer:
-    """Per shape of pending pod (constraints, traits, namespace), the candidates' free counts per resource."""
+    """The verdicts for the pending pods of one view; every piece cached per shape it depends on.
+
+    Eligible nodes per (constraints, resource); those where the non-GPU requests fit per (constraints,
+    resource, requests); the nodes topology spread and pod affinity exclude per (constraints, traits,
+    namespace), as sets from the index's topology domains. A verdict then costs the excluded nodes, not
+    every node: O(pending shapes × nodes) never happens for pods whose rules touch few domains."""
 
     def __init__(self, nodes: Mapping[str, NodeRecord], pods: Iterable[PodRecord], usage: Iterable[Usage]) -> None:
         self.offering: dict[str, list[tuple[NodeRecord, int]]] = {}
@@ -106,11 +126,13 @@ class _Placer:
             if u.allocatable > 0:
                 self.offering.setdefault(u.resource, []).append((nodes[u.node], u.free))
         self.index = PodIndex(nodes, pods)
-        self._verdicts: dict[tuple[int, int, str, str], tuple[str | None, list[int]]] = {}
+        self._passing: dict[tuple[int, str, tuple[tuple[str, int], ...]], _Passing] = {}
+        self._excluded: dict[tuple[int, int, str], tuple[set[str], set[str]]] = {}
+        self._verdicts: dict[tuple[int, int, str, str], tuple[str | None, int, int]] = {}
         self._keep_alive: list[object] = []  # ids stay unique while the shapes live
 
-    def verdict(self, pod: PodRecord, resource: str) -> tuple[str | None, list[int]]:
-        """(the blocking filter, or None with the free counts of the candidates)."""
+    def verdict(self, pod: PodRecord, resource: str) -> tuple[str | None, int, int]:
+        """(the blocking filter or None, Σ free on the candidates, the largest free count on one)."""
         shape = (id(pod.constraints), id(pod.traits), pod.namespace, resource)
         found = self._verdicts.get(shape)
         if found is None:
@@ -118,23 +140,51 @@ class _Placer:
             found = self._verdicts[shape] = self._evaluate(pod, resource)
         return found
 
-    def _evaluate(self, pod: PodRecord, resource: str) -> tuple[str | None, list[int]]:
-        eligible = [(node, f) for node, f in self.offering.get(resource, ()) if admits(node, pod.constraints)]
-        if not eligible:
-            return "constrained", []
-        spread = SpreadState(self.index, pod) if pod.traits.spread else None
-        affinity = AffinityState(self.index, pod)
-        failures: list[str] = []
-        free: list[int] = []
-        for node, f in eligible:
-            failing = first_failing_filter(self.index, node, pod, spread, affinity if affinity.needed else None)
-            if failing is None:
-                free.append(f)
-            else:
-                failures.append(failing)
-        if not free:
-            return blocking_filter(failures), []
-        return None, free
+    def _passing_nodes(self, pod: PodRecord, resource: str) -> _Passing:
+        key = (id(pod.constraints), resource, pod.traits.other)
+        found = self._passing.get(key)
+        if found is None:
+            eligible = [(node, f) for node, f in self.offering.get(resource, ()) if admits(node, pod.constraints)]
+            other = pod.traits.other
+            free = {node.name: f for node, f in eligible if fits_other_resources(self.index, node, other)}
+            ordered = sorted(((f, n) for n, f in free.items()), reverse=True)
+            found = self._passing[key] = _Passing(len(eligible), free, ordered, sum(free.values()))
+        return found
+
+    def _exclusions(self, pod: PodRecord) -> tuple[set[str], set[str]]:
+        key = (id(pod.constraints), id(pod.traits), pod.namespace)
+        found = self._excluded.get(key)
+        if found is None:
+            spread = SpreadState(self.index, pod).excluded() if pod.traits.spread else set()
+            found = self._excluded[key] = (spread, AffinityState(self.index, pod).excluded())
+        return found
+
+    def _evaluate(self, pod: PodRecord, resource: str) -> tuple[str | None, int, int]:
+        passing = self._passing_nodes(pod, resource)
+        if not passing.eligible:
+            return "constrained", 0, 0
+        spread, affinity = self._exclusions(pod)
+        free = passing.free
+        spread_hit = _among(spread, free)
+        affinity_hit = _among(affinity, free) - spread_hit  # each node under its first failing filter
+        if len(spread_hit) + len(affinity_hit) == len(free):
+            failures = {
+                "other_resources": passing.eligible - len(free),
+                "topology_spread": len(spread_hit),
+                "pod_affinity": len(affinity_hit),
+            }
+            return blocking_filter(failures), 0, 0
+        removed = spread_hit | affinity_hit
+        total = passing.total - sum(free[n] for n in removed)
+        largest = next(f for f, n in passing.ordered if n not in removed)
+        return None, total, largest
+
+
+def _among(names: set[str], within: Mapping[str, int]) -> set[str]:
+    """`names` ∩ the keys of `within`, iterating the smaller side."""
+    if len(names) <= len(within):
+        return {n for n in names if n in within}
+    return {n for n in within if n in names}
 
 
 def pending_pods(
@@ -159,8 +209,8 @@ def pending_pods(
             placer = _Placer(nodes, pods, usage)
         verdicts = []
         for resource, count in wanted:
-            blocking, free = placer.verdict(pod, resource)
-            verdicts.append((resource, count, blocking or classify(count, free)))
+            blocking, total, largest = placer.verdict(pod, resource)
+            verdicts.append((resource, count, blocking or classify_totals(count, total, largest)))
         # room for every resource and nothing evaluated blocks: only the scheduler's retry is missing
         ready = all(reason == "fits" for _, _, reason in verdicts) and not pod.traits.unmodeled
         for resource, count, reason in verdicts:

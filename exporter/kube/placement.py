@@ -17,14 +17,16 @@ eligible for (`eligibility.admits`):
   required affinity term finds a selected pod in the node's domain (or, the first of a series, no pod at
   all matches yet and the pod matches its own terms).
 
-`PodIndex` holds the bound pods by node (and, built on first use, by namespace), so each filter costs the
-pods of one node or one namespace, evaluated once per shape of pending pod by the caller.
+`PodIndex` holds the bound pods grouped by namespace and traits (the replicas of a workload share them),
+so a selector is matched once per workload; the caller evaluates each filter once per shape of pending
+pod, and the filters answer with the nodes they exclude, found through the index's topology domains.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from exporter.kube.eligibility import eligible, requirement_holds, tolerates_all
 from exporter.kube.records import (
@@ -37,6 +39,7 @@ from exporter.kube.records import (
 )
 
 FILTERS = ("other_resources", "topology_spread", "pod_affinity")  # kube-scheduler's order of the plugins
+_FINISHED = frozenset({"Succeeded", "Failed"})
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
@@ -59,59 +62,94 @@ def term_namespaces(term: PodAffinityTerm, own: str, known: Iterable[str]) -> se
     return chosen
 
 
-def term_selects(term: PodAffinityTerm, owner_namespace: str, pod: PodRecord) -> bool:
-    """`term` (of a pod in `owner_namespace`) selects `pod`."""
-    if pod.namespace in term.namespaces:
+def term_selects(term: PodAffinityTerm, owner_namespace: str, namespace: str, labels: Mapping[str, str]) -> bool:
+    """`term` (of a pod in `owner_namespace`) selects a pod in `namespace` with `labels`."""
+    if namespace in term.namespaces:
         pass
     elif term.namespace_selector is not None:
-        if not selects(term.namespace_selector, {NAMESPACE_NAME_LABEL: pod.namespace}):
+        if not selects(term.namespace_selector, {NAMESPACE_NAME_LABEL: namespace}):
             return False
-    elif term.namespaces or pod.namespace != owner_namespace:
+    elif term.namespaces or namespace != owner_namespace:
         return False
-    return selects(term.selector, dict(pod.traits.labels))
+    return selects(term.selector, labels)
+
+
+@dataclass(slots=True)
+class Group:
+    """The bound pods of one namespace that share their traits (the replicas of a workload)."""
+
+    namespace: str
+    traits: PodTraits
+    labels: dict[str, str]
+    nodes: list[str]  # one entry per pod
+    terminating: list[str]  # one entry per terminating pod (topology spread does not count those)
+
+    def live_nodes(self) -> list[str]:
+        if not self.terminating:
+            return self.nodes
+        leaving = Counter(self.terminating)
+        out = []
+        for node in self.nodes:
+            if leaving[node]:
+                leaving[node] -= 1
+            else:
+                out.append(node)
+        return out
 
 
 class PodIndex:
-    """The bound pods that hold resources, by node; their non-GPU usage per node, computed on demand."""
+    """The bound pods that hold resources, grouped by namespace and traits in one pass (the replicas of a
+    workload share their traits), so a selector is matched once per workload rather than once per pod;
+    the non-GPU usage per node is added up from the groups on first use."""
 
     def __init__(self, nodes: Mapping[str, NodeRecord], pods: Iterable[PodRecord]) -> None:
         self.nodes = nodes
-        self.by_node: dict[str, list[PodRecord]] = {}
-        self.anti_affinity: list[PodRecord] = []  # bound pods with required anti-affinity terms
+        found: dict[tuple[str, int], Group] = {}
         for pod in pods:
-            if not pod.node or not pod.holds_resources or pod.node not in nodes:
+            node = pod.node
+            if not node or pod.phase in _FINISHED or node not in nodes:
                 continue
-            on_node = self.by_node.get(pod.node)
-            if on_node is None:
-                self.by_node[pod.node] = on_node = []
-            on_node.append(pod)
-            if pod.traits.anti_affinity:
-                self.anti_affinity.append(pod)
-        self._used: dict[str, dict[str, int]] = {}
+            key = (pod.namespace, id(pod.traits))
+            group = found.get(key)
+            if group is None:
+                found[key] = group = Group(pod.namespace, pod.traits, dict(pod.traits.labels), [], [])
+            group.nodes.append(node)
+            if pod.terminating:
+                group.terminating.append(node)
+        self._groups: dict[str, list[Group]] = {}
+        for group in found.values():
+            self._groups.setdefault(group.namespace, []).append(group)
+        self._anti = [g for g in found.values() if g.traits.anti_affinity]
+        self._used: dict[str, dict[str, int]] | None = None
         self._allocatable: dict[str, dict[str, int]] = {}
-        self._by_namespace: dict[str, list[PodRecord]] | None = None
+        self._domains: dict[str, dict[str, list[str]]] = {}
+        self._lacking: dict[str, set[str]] = {}
+        self._counting: dict[tuple[int, bool, bool, frozenset[str]], set[str]] = {}
+        self._keep_alive: list[object] = []
 
-    def by_namespace(self) -> dict[str, list[PodRecord]]:
-        if self._by_namespace is None:
-            self._by_namespace = {}
-            for on_node in self.by_node.values():
-                for pod in on_node:
-                    self._by_namespace.setdefault(pod.namespace, []).append(pod)
-        return self._by_namespace
+    def groups(self) -> dict[str, list[Group]]:
+        """namespace → its groups of pods with the same traits."""
+        return self._groups
+
+    def anti_affinity(self) -> list[Group]:
+        """The groups whose pods have required anti-affinity terms."""
+        return self._anti
 
     def used(self, node: str) -> dict[str, int]:
         """resource → the non-GPU requests of the pods bound to `node`, and `pods` → how many there are."""
-        used = self._used.get(node)
-        if used is None:
-            on_node = self.by_node.get(node, ())
-            shapes = Counter(id(p.traits) for p in on_node)  # replicas share their traits: add each shape once
-            traits = {id(p.traits): p.traits for p in on_node}
-            used = {"pods": len(on_node)}
-            for shape, times in shapes.items():
-                for resource, count in traits[shape].other:
-                    used[resource] = used.get(resource, 0) + count * times
-            self._used[node] = used
-        return used
+        if self._used is None:
+            self._used = {}
+            for groups in self._groups.values():
+                for group in groups:
+                    other = group.traits.other
+                    for name, times in Counter(group.nodes).items():
+                        used = self._used.get(name)
+                        if used is None:
+                            self._used[name] = used = {"pods": 0}
+                        used["pods"] += times
+                        for resource, count in other:
+                            used[resource] = used.get(resource, 0) + count * times
+        return self._used.get(node) or {"pods": 0}
 
     def allocatable(self, node: NodeRecord) -> dict[str, int]:
         found = self._allocatable.get(node.name)
@@ -119,58 +157,87 @@ class PodIndex:
             found = self._allocatable[node.name] = dict(node.resources)
         return found
 
+    def domains(self, key: str) -> dict[str, list[str]]:
+        """label value → the names of the nodes with that value of `key` (a topology domain's nodes)."""
+        found = self._domains.get(key)
+        if found is None:
+            found = self._domains[key] = {}
+            lacking = self._lacking[key] = set()
+            for node in self.nodes.values():
+                value = node.labels.get(key)
+                if value is None:
+                    lacking.add(node.name)
+                else:
+                    found.setdefault(value, []).append(node.name)
+        return found
 
-def fits_other_resources(index: PodIndex, node: NodeRecord, traits: PodTraits) -> bool:
+    def lacking(self, key: str) -> set[str]:
+        """The names of the nodes without the label `key`."""
+        self.domains(key)
+        return self._lacking[key]
+
+    def counting(self, pod: PodRecord, affinity: bool, taints: bool, keys: frozenset[str]) -> set[str]:
+        """The nodes topology spread counts for the pod: its node affinity and (by policy) taints allow them,
+        and they have every key of its constraints."""
+        cache_key = (id(pod.constraints), affinity, taints, keys)
+        found = self._counting.get(cache_key)
+        if found is None:
+            self._keep_alive.append(pod.constraints)
+            found = self._counting[cache_key] = {
+                n.name
+                for n in self.nodes.values()
+                if all(k in n.labels for k in keys)
+                and (not affinity or eligible(n, pod.constraints, taints=False))
+                and (not taints or tolerates_all(pod.constraints.tolerations, n.taints))
+            }
+        return found
+
+
+def fits_other_resources(index: PodIndex, node: NodeRecord, other: tuple[tuple[str, int], ...]) -> bool:
+    """NodeResourcesFit for the non-GPU requests `other` (and one more pod) on `node`."""
     used, allocatable = index.used(node.name), index.allocatable(node)
     if used["pods"] + 1 > allocatable.get("pods", 0):
         return False
-    return all(count <= allocatable.get(r, 0) - used.get(r, 0) for r, count in traits.other if count > 0)
+    return all(count <= allocatable.get(r, 0) - used.get(r, 0) for r, count in other if count > 0)
 
 
 class SpreadState:
     """PodTopologySpread's pre-filter state for one pending pod: per constraint the matching pods per domain."""
 
     def __init__(self, index: PodIndex, pod: PodRecord) -> None:
+        self.index = index
         constraints = pod.traits.spread
         labels = dict(pod.traits.labels)
-        keys = {c.topology_key for c in constraints}
-        self.constraints: list[tuple[SpreadConstraint, Selector | None, dict[str, int], int, bool]] = []
-        counting = [
-            n
-            for n in index.nodes.values()
-            if all(k in n.labels for k in keys)
-            and all(self._counts_node(c, n, pod) for c in constraints)  # per-constraint policies
-        ]
-        namespace_pods = index.by_namespace().get(pod.namespace, ())
+        keys = frozenset(c.topology_key for c in constraints)
+        self.constraints: list[tuple[SpreadConstraint, dict[str, int], int, bool]] = []
+        groups = index.groups().get(pod.namespace, ())
         for constraint in constraints:
+            counting = index.counting(pod, constraint.honor_node_affinity, constraint.honor_node_taints, keys)
+            key = constraint.topology_key
             selector = _with_label_keys(constraint.selector, constraint.match_label_keys, labels)
-            counts: dict[str, int] = {n.labels[constraint.topology_key]: 0 for n in counting}
-            counting_names = {n.name for n in counting}
-            for other in namespace_pods:
-                if other.terminating or other.node not in counting_names:
+            counts: dict[str, int] = {index.nodes[n].labels[key]: 0 for n in counting}
+            for group in groups:
+                if not selects(selector, group.labels):
                     continue
-                if selects(selector, dict(other.traits.labels)):
-                    domain = index.nodes[other.node].labels[constraint.topology_key]
-                    counts[domain] += 1
+                for node in group.live_nodes():
+                    if node in counting:
+                        counts[index.nodes[node].labels[key]] += 1
             minimum = min(counts.values(), default=0)
             if len(counts) < constraint.min_domains:
                 minimum = 0
-            self.constraints.append((constraint, selector, counts, minimum, selects(selector, labels)))
+            self.constraints.append((constraint, counts, minimum, selects(selector, labels)))
 
-    @staticmethod
-    def _counts_node(constraint: SpreadConstraint, node: NodeRecord, pod: PodRecord) -> bool:
-        if constraint.honor_node_affinity and not eligible(node, pod.constraints, taints=False):
-            return False
-        return not constraint.honor_node_taints or tolerates_all(pod.constraints.tolerations, node.taints)
-
-    def allows(self, node: NodeRecord) -> bool:
-        for constraint, _, counts, minimum, self_match in self.constraints:
-            domain = node.labels.get(constraint.topology_key)
-            if domain is None:
-                return False  # the node lacks the topology key
-            if counts.get(domain, 0) + self_match - minimum > constraint.max_skew:
-                return False
-        return True
+    def excluded(self) -> set[str]:
+        """The nodes the constraints rule out: without the topology key, or in a domain where one more
+        matching pod would make the skew exceed maxSkew."""
+        out: set[str] = set()
+        for constraint, counts, minimum, self_match in self.constraints:
+            key = constraint.topology_key
+            out |= self.index.lacking(key)
+            for domain, names in self.index.domains(key).items():
+                if counts.get(domain, 0) + self_match - minimum > constraint.max_skew:
+                    out.update(names)
+        return out
 
 
 def _with_label_keys(selector: Selector | None, keys: tuple[str, ...], labels: Mapping[str, str]) -> Selector | None:
@@ -185,72 +252,54 @@ class AffinityState:
     """InterPodAffinity's pre-filter state for one pending pod: topology pairs it is kept out of or drawn to."""
 
     def __init__(self, index: PodIndex, pod: PodRecord) -> None:
+        self.index = index
         nodes = index.nodes
+        labels = dict(pod.traits.labels)
         self.blocked: set[tuple[str, str]] = set()
-        for existing in index.anti_affinity:  # existing pods' anti-affinity against this pod
-            for term in existing.traits.anti_affinity:
-                value = nodes[existing.node].labels.get(term.topology_key)
-                if term.understood and value is not None and term_selects(term, existing.namespace, pod):
-                    self.blocked.add((term.topology_key, value))
+        for group in index.anti_affinity():  # existing pods' anti-affinity against this pod
+            for term in group.traits.anti_affinity:
+                if term.understood and term_selects(term, group.namespace, pod.namespace, labels):
+                    self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
         own_anti = [t for t in pod.traits.anti_affinity if t.understood]
         self.affinity = [t for t in pod.traits.affinity if t.understood]
         self.attracted: set[tuple[str, str]] = set()
         self.first_of_series = False
-        if not own_anti and not self.affinity:
-            self._blocked_keys = {key for key, _ in self.blocked}
-            return
-        by_namespace = index.by_namespace()
-        for term in own_anti:
-            for namespace in term_namespaces(term, pod.namespace, by_namespace):
-                for other in by_namespace.get(namespace, ()):
-                    value = nodes[other.node].labels.get(term.topology_key)
-                    if value is not None and selects(term.selector, dict(other.traits.labels)):
-                        self.blocked.add((term.topology_key, value))
-        if self.affinity:
-            candidates: set[str] = set.intersection(
-                *(term_namespaces(t, pod.namespace, by_namespace) for t in self.affinity)
-            )
-            for namespace in candidates:
-                for other in by_namespace.get(namespace, ()):
-                    labels = dict(other.traits.labels)
-                    if all(selects(t.selector, labels) for t in self.affinity):
-                        for t in self.affinity:
-                            value = nodes[other.node].labels.get(t.topology_key)
-                            if value is not None:
-                                self.attracted.add((t.topology_key, value))
-        self.first_of_series = not self.attracted and all(term_selects(t, pod.namespace, pod) for t in self.affinity)
-        self._blocked_keys = {key for key, _ in self.blocked}
+        if own_anti or self.affinity:
+            groups = index.groups()
+            for term in own_anti:
+                for namespace in term_namespaces(term, pod.namespace, groups):
+                    for group in groups.get(namespace, ()):
+                        if selects(term.selector, group.labels):
+                            self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
+            if self.affinity:
+                candidates = set.intersection(*(term_namespaces(t, pod.namespace, groups) for t in self.affinity))
+                for namespace in candidates:
+                    for group in groups.get(namespace, ()):
+                        if all(selects(t.selector, group.labels) for t in self.affinity):
+                            for t in self.affinity:
+                                self._add_domains(self.attracted, nodes, group.nodes, t.topology_key)
+                self.first_of_series = not self.attracted and all(
+                    term_selects(t, pod.namespace, pod.namespace, labels) for t in self.affinity
+                )
 
-    @property
-    def needed(self) -> bool:
-        """False when nothing keeps the pod out of or draws it to any domain: the filter passes everywhere."""
-        return bool(self.blocked or self.affinity)
+    @staticmethod
+    def _add_domains(into: set[tuple[str, str]], nodes: Mapping[str, NodeRecord], on: list[str], key: str) -> None:
+        for name in on:
+            value = nodes[name].labels.get(key)
+            if value is not None:
+                into.add((key, value))
 
-    def allows(self, node: NodeRecord) -> bool:
-        labels = node.labels
-        if any((key, labels.get(key)) in self.blocked for key in self._blocked_keys):
-            return False
+    def excluded(self) -> set[str]:
+        """The nodes in a domain an anti-affinity term keeps the pod out of, or (required affinity) without
+        the topology key or outside every domain that holds a selected pod."""
+        domains = self.index.domains
+        out: set[str] = set()
+        for key, value in self.blocked:
+            out.update(domains(key).get(value, ()))
         for term in self.affinity:
-            value = labels.get(term.topology_key)
-            if value is None:
-                return False  # every topology key of the affinity terms must be on the node
-            if (term.topology_key, value) not in self.attracted and not self.first_of_series:
-                return False
-        return True
-
-
-def first_failing_filter(
-    index: PodIndex,
-    node: NodeRecord,
-    pod: PodRecord,
-    spread: SpreadState | None,
-    affinity: AffinityState | None,
-) -> str | None:
-    """The first of `FILTERS` that keeps `pod` off `node`, None when all let it on."""
-    if not fits_other_resources(index, node, pod.traits):
-        return "other_resources"
-    if spread is not None and not spread.allows(node):
-        return "topology_spread"
-    if affinity is not None and not affinity.allows(node):
-        return "pod_affinity"
-    return None
+            out |= self.index.lacking(term.topology_key)
+            if not self.first_of_series:
+                for value, names in domains(term.topology_key).items():
+                    if (term.topology_key, value) not in self.attracted:
+                        out.update(names)
+        return out

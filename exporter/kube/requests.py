@@ -66,11 +66,22 @@ def parse_quantity(value: Any) -> Decimal:
     return amount * _SCALE[suffix or ""]
 
 
+_AMOUNTS: dict[tuple[str, str], int] = {}  # the same few quantities ("4", "64Gi") come with every replica
+_AMOUNTS_KEPT = 4096
+
+
 def amount(name: str, value: Any) -> int:
     """The scheduler's integer for a request or allocatable: millicores for cpu, else the value rounded up
     (`Quantity.MilliValue()` / `Quantity.Value()`)."""
-    quantity = parse_quantity(value)
-    return math.ceil(quantity * 1000) if name == "cpu" else math.ceil(quantity)
+    key = (name if name == "cpu" else "", str(value))
+    found = _AMOUNTS.get(key)
+    if found is None:
+        quantity = parse_quantity(value)
+        found = math.ceil(quantity * 1000) if name == "cpu" else math.ceil(quantity)
+        if len(_AMOUNTS) >= _AMOUNTS_KEPT:
+            _AMOUNTS.clear()
+        _AMOUNTS[key] = found
+    return found
 
 
 def _count(_: str, value: Any) -> int:

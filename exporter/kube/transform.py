@@ -179,25 +179,18 @@ def _unmodeled(spec: Obj) -> bool:
     return ports or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or ())
 
 
-def traits_of(meta: Obj, spec: Obj, is_gpu: Callable[[str], bool], bound: bool) -> PodTraits:
+def traits_of(meta: Obj, spec: Obj, other: dict[str, int], bound: bool) -> PodTraits:
     """The pod's traits; a bound pod keeps only what constrains others (labels, requests, anti-affinity)."""
-    other = effective_requests(
-        spec.get("containers") or (),
-        spec.get("initContainers") or (),
-        spec.get("overhead"),
-        is_gpu=lambda name: not is_gpu(name),
-        parse=amount,
-        pod_level=spec.get("resources"),
-    )
     affinity = spec.get("affinity") or {}
     labels = tuple(sorted((intern(k), v) for k, v in (meta.get("labels") or {}).items()))
-    anti_affinity = _affinity_terms(affinity.get("podAntiAffinity"))
+    anti_affinity = _affinity_terms(affinity.get("podAntiAffinity")) if affinity else ()
+    requests = tuple(sorted(other.items()))
     if bound:
-        return intern_traits(PodTraits(labels, tuple(sorted(other.items())), anti_affinity=anti_affinity))
+        return intern_traits(PodTraits(labels, requests, anti_affinity=anti_affinity))
     return intern_traits(
         PodTraits(
             labels,
-            tuple(sorted(other.items())),
+            requests,
             _affinity_terms(affinity.get("podAffinity")),
             anti_affinity,
             _spread(spec),
@@ -207,6 +200,22 @@ def traits_of(meta: Obj, spec: Obj, is_gpu: Callable[[str], bool], bound: bool) 
     )
 
 
+def _every(_: str) -> bool:
+    return True
+
+
+def _reader(is_gpu: Callable[[str], bool]) -> Callable[[str, Any], int]:
+    """GPU counts are whole numbers (`parse_count`); the other resources are quantities (`amount`)."""
+
+    def read(name: str, value: Any) -> int:
+        return parse_count(value) if is_gpu(name) else amount(name, value)
+
+    return read
+
+
+_read_default = _reader(is_gpu_resource)
+
+
 def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> PodRecord | None:
     """Every pod that holds or wants GPUs, and every other bound pod (its cpu, memory and labels count for
     the pre-resource filters of the GPU pods); finished pods and unbound pods without GPUs are not kept."""
@@ -214,9 +223,19 @@ def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> Pod
     phase = status.get("phase") or "Pending"
     if phase in ("Succeeded", "Failed"):
         return None  # holds nothing and waits for nothing
-    requests = effective_requests(
-        spec.get("containers") or (), spec.get("initContainers") or (), spec.get("overhead"), is_gpu=is_gpu
+    # one pass over the containers for every resource, split afterwards: GPUs, and the others for the filters
+    every = effective_requests(
+        spec.get("containers") or (),
+        spec.get("initContainers") or (),
+        spec.get("overhead"),
+        is_gpu=_every,
+        parse=_read_default if is_gpu is is_gpu_resource else _reader(is_gpu),
+        pod_level=spec.get("resources"),
     )
+    requests: dict[str, int] = {}
+    other: dict[str, int] = {}
+    for name, count in every.items():
+        (requests if is_gpu(name) else other)[name] = count
     claims = _claim_names(spec, status)
     node = spec.get("nodeName") or ""
     if not requests and not claims and not node:
@@ -235,7 +254,7 @@ def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> Pod
         gated=bool(spec.get("schedulingGates")),
         constraints=constraints_of(spec) if not node else Constraints(),  # a bound pod goes nowhere else
         claims=claims,
-        traits=traits_of(meta, spec, is_gpu, bool(node)),
+        traits=traits_of(meta, spec, other, bool(node)),
         terminating=bool(meta.get("deletionTimestamp")),
     )
 

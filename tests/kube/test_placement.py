@@ -233,9 +233,9 @@ def test_host_ports_and_volumes_leave_it_at_fits() -> None:
 
 
 def test_the_blocking_filter_is_the_one_on_most_nodes_ties_in_scheduler_order() -> None:
-    assert blocking_filter(["pod_affinity", "other_resources", "pod_affinity"]) == "pod_affinity"
-    assert blocking_filter(["pod_affinity", "other_resources"]) == "other_resources"
-    assert blocking_filter(["pod_affinity", "topology_spread"]) == "topology_spread"
+    assert blocking_filter({"pod_affinity": 2, "other_resources": 1}) == "pod_affinity"
+    assert blocking_filter({"pod_affinity": 1, "other_resources": 1}) == "other_resources"
+    assert blocking_filter({"pod_affinity": 1, "topology_spread": 1}) == "topology_spread"
 
 
 def test_blocked_nodes_and_free_nodes_together() -> None:
