@@ -273,7 +273,6 @@ def client_ours(kubeconfig: str, events: int, scale: float = 1.0, source: str | 
     for obj in pod_objects:
         transform.pod_record(obj)
     result["transform_us"] = (time.perf_counter() - t0) / len(pod_objects) * 1e6
-    result["source"] = float(bool(source))
     del node_items, pod_items
     nodes.stop()
     pods.stop()
@@ -430,20 +429,17 @@ def report_baseline(ours: dict[str, float], baseline: dict[str, float], rev: str
     print(f"\ncost per pod event against {rev} (same workload, same run): ratio new / baseline")
     print(f"{'':34}{'new':>12}{'baseline':>12}{'ratio':>10}")
     rows = [
-        ("transform of one pod object (us)", ours["transform_us"], baseline["transform_us"]),
+        ("pod event: decode + record (us)", ours["event_us"], baseline["event_us"]),
+        ("  of which the record (us)", ours["transform_us"], baseline["transform_us"]),
         ("recompute of the view (ms)", ours["recompute_s"] * 1e3, baseline["recompute_s"] * 1e3),
-        (
-            "event + recompute (ms)",
-            (ours["transform_us"] / 1e3 + ours["recompute_s"] * 1e3),
-            (baseline["transform_us"] / 1e3 + baseline["recompute_s"] * 1e3),
-        ),
         ("memory after sync (MB)", ours["memory_mb"], baseline["memory_mb"]),
     ]
     for label, new, old in rows:
         print(f"{label:34}{new:>12.3f}{old:>12.3f}{new / old:>9.2f}x")
-    per_event = ours["transform_us"] / baseline["transform_us"]
+    per_event = ours["event_us"] / baseline["event_us"]
     verdict = "meets" if per_event <= TARGET_RATIO else "MISSES"
-    print(f"per-event target: transform {per_event:.2f}x the baseline: {verdict} (<= {TARGET_RATIO:.2f}x)")
+    print(f"cost per pod event: {per_event:.2f}x the baseline: {verdict} (target <= {TARGET_RATIO:.2f}x)")
+    print("(the recompute runs once per scrape after changes, not per event; it grows with the pending pods)")
     print(f"pending GPU pods found: new {ours['pending']:.0f}, baseline {baseline['pending']:.0f}")
 
 

@@ -89,11 +89,16 @@ def _count(_: str, value: Any) -> int:
 
 
 def container_requests(
-    container: Mapping[str, Any], is_gpu: Callable[[str], bool], parse: Callable[[str, Any], int] = _count
+    container: Mapping[str, Any], is_gpu: Callable[[str], bool] | None, parse: Callable[[str, Any], int] = _count
 ) -> dict[str, int]:
+    """The container's request per resource `is_gpu` selects (None: every resource)."""
     resources = container.get("resources") or {}
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
+    if is_gpu is None:
+        out = {name: parse(name, v) for name, v in limits.items()}
+        out.update({name: parse(name, v) for name, v in requests.items()})
+        return out
     out = {name: parse(name, v) for name, v in limits.items() if is_gpu(name)}
     out.update((name, parse(name, v)) for name, v in requests.items() if is_gpu(name))
     return out
@@ -115,11 +120,11 @@ def effective_requests(
     init_containers: Iterable[Mapping[str, Any]] = (),
     overhead: Mapping[str, Any] | None = None,
     *,
-    is_gpu: Callable[[str], bool],
+    is_gpu: Callable[[str], bool] | None,
     parse: Callable[[str, Any], int] = _count,
     pod_level: Mapping[str, Any] | None = None,
 ) -> dict[str, int]:
-    """Resource name → effective request for the resources `is_gpu` selects; zero counts left out.
+    """Resource name → effective request for the resources `is_gpu` selects (None: all); zero counts left out.
 
     `pod_level` is the pod's `spec.resources`: where it sets cpu or memory, that replaces the containers'
     sum (the scheduler's rule with pod-level resources); `parse(name, value)` reads each quantity."""
@@ -146,5 +151,5 @@ def effective_requests(
             if name in ("cpu", "memory")
         )
     if overhead:
-        _add(app, {name: parse(name, v) for name, v in overhead.items() if is_gpu(name)})
+        _add(app, {name: parse(name, v) for name, v in overhead.items() if is_gpu is None or is_gpu(name)})
     return {name: count for name, count in app.items() if count > 0}

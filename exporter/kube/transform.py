@@ -179,14 +179,32 @@ def _unmodeled(spec: Obj) -> bool:
     return ports or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or ())
 
 
+# bound pods' traits by (labels, requests), with the anti-affinity object they were read from: every replica
+# of a workload, and every watch event of one pod, finds its traits here when that object is equal, without
+# parsing it again; bounded, so label sets that churn (StatefulSet pod names) cannot grow it without limit
+_BOUND_TRAITS: dict[tuple[Any, ...], tuple[Any, PodTraits]] = {}
+_BOUND_TRAITS_KEPT = 16384
+
+
 def traits_of(meta: Obj, spec: Obj, other: dict[str, int], bound: bool) -> PodTraits:
     """The pod's traits; a bound pod keeps only what constrains others (labels, requests, anti-affinity)."""
     affinity = spec.get("affinity") or {}
-    labels = tuple(sorted((intern(k), v) for k, v in (meta.get("labels") or {}).items()))
-    anti_affinity = _affinity_terms(affinity.get("podAntiAffinity")) if affinity else ()
+    raw_labels = meta.get("labels")
+    labels = tuple(sorted(raw_labels.items())) if raw_labels else ()
     requests = tuple(sorted(other.items()))
     if bound:
-        return intern_traits(PodTraits(labels, requests, anti_affinity=anti_affinity))
+        anti = affinity.get("podAntiAffinity") if affinity else None
+        key = (labels, requests)
+        found = _BOUND_TRAITS.get(key)
+        if found is None or found[0] != anti:
+            if len(_BOUND_TRAITS) >= _BOUND_TRAITS_KEPT:
+                _BOUND_TRAITS.clear()
+            interned = tuple((intern(k), v) for k, v in labels)
+            traits = intern_traits(PodTraits(interned, requests, anti_affinity=_affinity_terms(anti) if anti else ()))
+            found = _BOUND_TRAITS[key] = (anti, traits)
+        return found[1]
+    labels = tuple((intern(k), v) for k, v in labels)
+    anti_affinity = _affinity_terms(affinity.get("podAntiAffinity")) if affinity else ()
     return intern_traits(
         PodTraits(
             labels,
@@ -200,15 +218,19 @@ def traits_of(meta: Obj, spec: Obj, other: dict[str, int], bound: bool) -> PodTr
     )
 
 
-def _every(_: str) -> bool:
-    return True
-
-
 def _reader(is_gpu: Callable[[str], bool]) -> Callable[[str, Any], int]:
     """GPU counts are whole numbers (`parse_count`); the other resources are quantities (`amount`)."""
+    cache: dict[tuple[str, Any], int] = {}
 
     def read(name: str, value: Any) -> int:
-        return parse_count(value) if is_gpu(name) else amount(name, value)
+        key = (name, value)
+        found = cache.get(key)
+        if found is None:
+            found = parse_count(value) if is_gpu(name) else amount(name, value)
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[key] = found
+        return found
 
     return read
 
@@ -228,7 +250,7 @@ def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> Pod
         spec.get("containers") or (),
         spec.get("initContainers") or (),
         spec.get("overhead"),
-        is_gpu=_every,
+        is_gpu=None,
         parse=_read_default if is_gpu is is_gpu_resource else _reader(is_gpu),
         pod_level=spec.get("resources"),
     )
