@@ -231,6 +231,12 @@ def insufficient_count(pod: Obj, resource: str) -> int | None:
 
 # -- the scheduler's own verdict, and what else blocks once GPUs are out of the question ------------------
 
+# every GPU node of a scenario offers plenty of this resource, and the pod "without GPUs" asks for one of it
+# instead: so it is refused by NodeResourcesFit where no GPUs are, as the GPU pod is, and its verdict on the
+# GPU nodes says what else blocks there (a node affinity to those nodes would change the spread domains)
+GPU_NODE_MARKER = "test.llm-exporter/gpu-node"
+GPU_NODE_CAPACITY = {GPU_NODE_MARKER: "1000"}
+
 # the per-node messages of kube-scheduler's filter plugins (1.37) → the filter they come from
 SCHEDULER_FILTERS = (
     (re.compile(r"^Insufficient (?!nvidia\.com/|amd\.com/)\S+$|^Too many pods$"), "other_resources"),
@@ -266,14 +272,17 @@ def failed_scheduling(cluster: Any, namespace: str, pod: str) -> dict[str, int] 
 
 
 def without_gpus(pod: Obj, name: str) -> Obj:
-    """The same pod asking for no GPU (device-plugin limits and DRA claims removed), under another name."""
+    """The same pod asking for no GPU (device-plugin limits and DRA claims removed) but for one
+    `GPU_NODE_MARKER`, which only the scenario's GPU nodes offer, under another name."""
     spec = {**pod["spec"], "containers": []}
     spec.pop("resourceClaims", None)
-    for c in pod["spec"]["containers"]:
+    for i, c in enumerate(pod["spec"]["containers"]):
         resources = {k: dict(v) for k, v in (c.get("resources") or {}).items() if k != "claims"}
         for section in resources.values():
             for resource in [r for r in section if r.startswith(("nvidia.com/", "amd.com/"))]:
                 del section[resource]
+        if i == 0:
+            resources.setdefault("limits", {})[GPU_NODE_MARKER] = "1"
         spec["containers"].append({**c, "resources": resources})
     return {**pod, "metadata": {**pod["metadata"], "name": name}, "spec": spec}
 
@@ -282,6 +291,8 @@ def blocking_filters(counts: dict[str, int]) -> dict[str, int]:
     """The scheduler's per-node messages mapped to the pre-resource filters they come from."""
     out: dict[str, int] = {}
     for text, count in counts.items():
+        if GPU_NODE_MARKER in text:
+            continue  # a node without GPUs: not a candidate of the GPU pod anyway
         for pattern, name in SCHEDULER_FILTERS:
             if pattern.search(text):
                 out[name] = out.get(name, 0) + count

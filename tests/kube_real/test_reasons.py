@@ -23,6 +23,7 @@ import pytest
 from exporter.kube.collector import ClusterCollector
 from tests.kube_real.gpu_cluster import (
     GPU,
+    GPU_NODE_CAPACITY,
     RUN_LABEL,
     blocking_filters,
     classify,
@@ -51,9 +52,11 @@ class Run:
     slices: list[str] = field(default_factory=list)
     namespace: str = ""
 
-    def node(self, suffix: str, gpus: int = 0, labels: dict[str, str] | None = None) -> str:
+    def node(self, suffix: str, gpus: int = 0, labels: dict[str, str] | None = None, dra: bool = False) -> str:
+        """A node of the scenario; with GPUs (or `dra`: GPUs published in ResourceSlices) it also offers the
+        marker the pod without GPUs asks for."""
         name = f"r-{self.run}-{suffix}"
-        capacity = {GPU: str(gpus)} if gpus else {}
+        capacity = {GPU: str(gpus), **GPU_NODE_CAPACITY} if gpus else dict(GPU_NODE_CAPACITY) if dra else {}
         self.cluster.add_node(name, capacity=capacity, labels={RUN_LABEL: self.run, **(labels or {})})
         self.nodes.append(name)
         return name
@@ -92,19 +95,21 @@ class Run:
         )
 
     def what_else_blocks(self, pod: Obj) -> dict[str, int]:
-        """Create `pod` without GPUs: {} when it schedules, else the filters that refuse it, per node count."""
+        """Create `pod` without GPUs (on the GPU nodes only, see `without_gpus`): {} when it schedules, else
+        the filters that refuse it there, with their node counts."""
         probe = without_gpus(pod, pod["metadata"]["name"] + "-nogpu")
         name = probe["metadata"]["name"]
         self.create(probe)
 
-        def decided() -> dict[str, int] | None:
+        def decided() -> tuple[str, dict[str, int]] | None:
             if self.bound(name):
-                return {}
+                return ("bound", {})
             counts = failed_scheduling(self.cluster, self.namespace, name)
-            return None if counts is None else blocking_filters(counts)
+            return None if counts is None else ("refused", blocking_filters(counts))
 
         try:
-            return wait_for(decided, SETTLE, f"{name} bound or FailedScheduling")  # type: ignore[no-any-return]
+            _, filters = wait_for(decided, SETTLE, f"{name} bound or FailedScheduling")
+            return filters  # type: ignore[no-any-return]
         finally:  # it must not hold cpu or count for spread while the exporter is read
             self.cluster.must("DELETE", f"/api/v1/namespaces/{self.namespace}/pods/{name}", {"gracePeriodSeconds": 0})
             wait_for(partial(self._gone, name), SETTLE, f"{name} deleted")
@@ -309,8 +314,8 @@ def test_a_device_class_for_one_gpu_model(scenario: Run, collector: ClusterColle
             "spec": {"selectors": [{"cel": {"expression": H100_SELECTOR}}]},
         }
     )
-    h100 = [scenario.node(f"h{i}") for i in range(3)]
-    a100 = scenario.node("a0")
+    h100 = [scenario.node(f"h{i}", dra=True) for i in range(3)]
+    a100 = scenario.node("a0", dra=True)
     scenario.ready()
     for name, models in [*((n, ["h100"] * 2) for n in h100), (a100, ["a100"] * 4)]:
         cluster.must("POST", "/apis/resource.k8s.io/v1/resourceslices", _slice(name, models))
