@@ -7,7 +7,8 @@ Understood (Kubernetes' DRA CEL environment, `device` being one published device
     device.attributes["d"].count >= 2                       ==, !=, <, <=, >, >= on ints and strings
     device.capacity["d"].memory.compareTo(quantity("40Gi")) >= 0   also isGreaterThan(...), isLessThan(...)
     device.capacity["d"].memory == quantity("80Gi")
-    "model" in device.attributes["d"]                       the usual guard
+    "model" in device.attributes["d"]                       the usual guards
+    has(device.attributes["d"].model)
     &&, ||, !, parentheses, string/int/bool literals
 
 Anything else (other functions and macros, arithmetic, version comparisons, ternaries) raises
@@ -35,6 +36,10 @@ class NotUnderstood(ValueError):
 
 class _EvalError(Exception):
     """A CEL runtime error: the selector does not select the device."""
+
+
+class _Missing(_EvalError):
+    """No such key: an attribute or capacity the device does not publish."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +208,11 @@ class _Parser:
             return lambda _: flag
         if kind == "ident" and value == "device":
             return lambda d: d
+        if kind == "ident" and value == "has" and self.peek()[1] == "(":
+            self.take("(")
+            tested = self.member()
+            self.take(")")
+            return _has(tested)
         if kind == "ident" and value == "quantity" and self.peek()[1] == "(":
             self.take("(")
             literal = self.take()
@@ -230,7 +240,7 @@ def _field(target: Node, name: str) -> Node:
             raise _EvalError(f"device has no field {name}")
         if isinstance(value, Mapping):
             if name not in value:
-                raise _EvalError(f"no such key: {name}")
+                raise _Missing(f"no such key: {name}")
             return value[name]
         raise _EvalError(f"no field {name}")
 
@@ -258,7 +268,7 @@ def _index(target: Node, key: Node) -> Node:
             return value.domain(k)
         if isinstance(value, Mapping):
             if k not in value:
-                raise _EvalError(f"no such key: {k}")
+                raise _Missing(f"no such key: {k}")
             return value[k]
         raise _EvalError("indexing a non-map")
 
@@ -313,6 +323,19 @@ def _compare(op: str, left: Node, right: Node) -> Node:
         if kind_a != kind_b or kind_a in ("bool", "quantity"):
             raise _EvalError(f"no overload for {op}")  # quantities order only through compareTo()
         return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]  # type: ignore[no-any-return]
+
+    return run
+
+
+def _has(tested: Node) -> Node:
+    """has(x.f): whether the field is there. Only a missing key counts as absent; other errors stay errors."""
+
+    def run(d: Device) -> bool:
+        try:
+            tested(d)
+        except _Missing:
+            return False
+        return True
 
     return run
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from exporter.kube.cel import Device, NotUnderstood, Version, compile_selector, driver_only
 from exporter.kube.deviceclass import class_record, resource_of
@@ -142,3 +144,41 @@ def test_device_view_reads_the_v1_slice_shape() -> None:
     assert view.capacity == {NV: {"memory": Decimal(80 * 2**30)}, "example.com": {"slots": Decimal(4)}}
     with pytest.raises(ValueError, match="without a value"):
         device_view({"name": "x", "attributes": {"a": {}}}, NV)
+
+
+def test_has_guards_a_missing_attribute() -> None:
+    assert compile_selector('has(device.attributes["gpu.nvidia.com"].productName)').selects(H100)
+    assert not compile_selector('has(device.attributes["gpu.nvidia.com"].model)').selects(H100)
+    guarded = 'has(device.attributes["gpu.nvidia.com"].model) && device.attributes["gpu.nvidia.com"].model == "x"'
+    assert not compile_selector(guarded).selects(H100)
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dra"
+EXAMPLE_DRIVER = "gpu.example.com"
+
+
+def test_the_example_drivers_selectors_on_the_devices_it_publishes() -> None:
+    """kubernetes-sigs/dra-example-driver's CEL selector demo, unmodified, on its GPU profile's devices."""
+    documents = list(yaml.safe_load_all((FIXTURES / "dra-example-driver" / "cel-selector.yaml").read_text()))
+    (template,) = [d for d in documents if d and d["kind"] == "ResourceClaimTemplate"]
+    (request,) = template["spec"]["spec"]["devices"]["requests"]
+    expressions = [s["cel"]["expression"] for s in request["exactly"]["selectors"]]
+    assert len(expressions) == 2
+    published: dict[str, Any] = {  # internal/profiles/gpu/gpu.go: what the driver's ResourceSlice carries per GPU
+        "name": "gpu-0",
+        "attributes": {
+            "index": {"int": 0},
+            "uuid": {"string": "gpu-18db0e85-99e9-c746-8531-ffeb86328b39"},
+            "model": {"string": "LATEST-GPU-MODEL"},
+            "driverVersion": {"version": "1.0.0"},
+        },
+        "capacity": {"memory": {"value": "80Gi"}},
+    }
+    selectors = [compile_selector(e) for e in expressions]
+    assert all(s.selects(device_view(published, EXAMPLE_DRIVER)) for s in selectors)
+    small = {**published, "capacity": {"memory": {"value": "2Gi"}}}
+    older = {**published, "attributes": {**published["attributes"], "model": {"string": "OLD-GPU"}}}
+    assert [s.selects(device_view(small, EXAMPLE_DRIVER)) for s in selectors] == [True, False]
+    assert [s.selects(device_view(older, EXAMPLE_DRIVER)) for s in selectors] == [False, True]
+    # another driver's device with the same attribute names is in another domain
+    assert not any(s.selects(device_view(published, "gpu.nvidia.com")) for s in selectors)
