@@ -269,10 +269,19 @@ def client_ours(kubeconfig: str, events: int, scale: float = 1.0, source: str | 
     result["pending"] = len(view.pending)
     # the work of one pod event: its object reduced to a record, over every pod of the workload
     pod_objects = [o for o in workload(max(1, int(NODES * scale)), max(1, int(PODS * scale))) if o["kind"] == "Pod"]
-    t0 = time.perf_counter()
-    for obj in pod_objects:
-        transform.pod_record(obj)
-    result["transform_us"] = (time.perf_counter() - t0) / len(pod_objects) * 1e6
+    lines = [json.dumps({"type": "MODIFIED", "object": o}) for o in pod_objects]
+    transform_s = event_s = float("inf")
+    for _ in range(3):  # best of three: the machine is shared
+        t0 = time.perf_counter()
+        for obj in pod_objects:
+            transform.pod_record(obj)
+        transform_s = min(transform_s, time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for line in lines:  # as the reflector does it: the watch line decoded, the object reduced
+            transform.pod_record(json.loads(line)["object"])
+        event_s = min(event_s, time.perf_counter() - t0)
+    result["transform_us"] = transform_s / len(pod_objects) * 1e6
+    result["event_us"] = event_s / len(pod_objects) * 1e6
     del node_items, pod_items
     nodes.stop()
     pods.stop()

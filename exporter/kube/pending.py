@@ -198,6 +198,8 @@ def pending_pods(
     placer: _Placer | None = None
     out: list[PendingPod] = []
     for pod in pods:
+        if pod.node:
+            continue  # bound: most pods, so the cheapest test first
         gated = pod.held_by_gates
         if not (gated or pod.waiting_for_placement) or not pod.wants_gpus:
             continue
