@@ -179,32 +179,16 @@ def _unmodeled(spec: Obj) -> bool:
     return ports or any("persistentVolumeClaim" in v or "ephemeral" in v for v in spec.get("volumes") or ())
 
 
-# bound pods' traits by (labels, requests), with the anti-affinity object they were read from: every replica
-# of a workload, and every watch event of one pod, finds its traits here when that object is equal, without
-# parsing it again; bounded, so label sets that churn (StatefulSet pod names) cannot grow it without limit
-_BOUND_TRAITS: dict[tuple[Any, ...], tuple[Any, PodTraits]] = {}
-_BOUND_TRAITS_KEPT = 16384
-
-
 def traits_of(meta: Obj, spec: Obj, other: dict[str, int], bound: bool) -> PodTraits:
     """The pod's traits; a bound pod keeps only what constrains others (labels, requests, anti-affinity)."""
     affinity = spec.get("affinity") or {}
     raw_labels = meta.get("labels")
     labels = tuple(sorted(raw_labels.items())) if raw_labels else ()
     requests = tuple(sorted(other.items()))
-    if bound:
-        anti = affinity.get("podAntiAffinity") if affinity else None
-        key = (labels, requests)
-        found = _BOUND_TRAITS.get(key)
-        if found is None or found[0] != anti:
-            if len(_BOUND_TRAITS) >= _BOUND_TRAITS_KEPT:
-                _BOUND_TRAITS.clear()
-            interned = tuple((intern(k), v) for k, v in labels)
-            traits = intern_traits(PodTraits(interned, requests, anti_affinity=_affinity_terms(anti) if anti else ()))
-            found = _BOUND_TRAITS[key] = (anti, traits)
-        return found[1]
     labels = tuple((intern(k), v) for k, v in labels)
     anti_affinity = _affinity_terms(affinity.get("podAntiAffinity")) if affinity else ()
+    if bound:
+        return intern_traits(PodTraits(labels, requests, anti_affinity=anti_affinity))
     return intern_traits(
         PodTraits(
             labels,
@@ -238,14 +222,41 @@ def _reader(is_gpu: Callable[[str], bool]) -> Callable[[str, Any], int]:
 _read_default = _reader(is_gpu_resource)
 
 
-def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> PodRecord | None:
-    """Every pod that holds or wants GPUs, and every other bound pod (its cpu, memory and labels count for
-    the pre-resource filters of the GPU pods); finished pods and unbound pods without GPUs are not kept."""
-    meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
-    phase = status.get("phase") or "Pending"
-    if phase in ("Succeeded", "Failed"):
-        return None  # holds nothing and waits for nothing
-    # one pass over the containers for every resource, split afterwards: GPUs, and the others for the filters
+# What a bound pod's record shares with its replicas (GPU requests, traits), by its labels, with the parts of
+# the spec they are read from: every replica of a workload, and every watch event of one pod, finds them
+# here when those parts are equal (a C-level comparison), without reading them again. Bounded, so label
+# sets that churn (StatefulSet pod names) cannot grow it without limit.
+_BOUND_SHAPES: dict[tuple[Any, ...], tuple[Any, tuple[tuple[str, int], ...], PodTraits]] = {}
+_BOUND_SHAPES_KEPT = 16384
+
+
+def _bound_shape(meta: Obj, spec: Obj, is_gpu: Callable[[str], bool]) -> tuple[tuple[tuple[str, int], ...], PodTraits]:
+    """(GPU requests, traits) of a bound pod."""
+    containers = spec.get("containers") or ()
+    inits = spec.get("initContainers")
+    affinity = spec.get("affinity")
+    signature = (
+        [c.get("resources") for c in containers],
+        [(c.get("resources"), c.get("restartPolicy")) for c in inits] if inits else None,
+        spec.get("overhead"),
+        spec.get("resources"),
+        affinity.get("podAntiAffinity") if affinity else None,
+    )
+    labels = meta.get("labels")
+    key = (tuple(labels.items()) if labels else (), id(is_gpu))
+    found = _BOUND_SHAPES.get(key)
+    if found is not None and found[0] == signature:
+        return found[1], found[2]
+    requests, other = _requests(spec, is_gpu)
+    shape = (tuple(sorted((intern(k), v) for k, v in requests.items())), traits_of(meta, spec, other, True))
+    if len(_BOUND_SHAPES) >= _BOUND_SHAPES_KEPT:
+        _BOUND_SHAPES.clear()
+    _BOUND_SHAPES[key] = (signature, *shape)
+    return shape
+
+
+def _requests(spec: Obj, is_gpu: Callable[[str], bool]) -> tuple[dict[str, int], dict[str, int]]:
+    """(GPU requests, the other requests): one pass over the containers for every resource, then split."""
     every = effective_requests(
         spec.get("containers") or (),
         spec.get("initContainers") or (),
@@ -258,9 +269,32 @@ def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> Pod
     other: dict[str, int] = {}
     for name, count in every.items():
         (requests if is_gpu(name) else other)[name] = count
-    claims = _claim_names(spec, status)
+    return requests, other
+
+
+def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> PodRecord | None:
+    """Every pod that holds or wants GPUs, and every other bound pod (its cpu, memory and labels count for
+    the pre-resource filters of the GPU pods); finished pods and unbound pods without GPUs are not kept."""
+    meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+    phase = status.get("phase") or "Pending"
+    if phase in ("Succeeded", "Failed"):
+        return None  # holds nothing and waits for nothing
     node = spec.get("nodeName") or ""
-    if not requests and not claims and not node:
+    claims = _claim_names(spec, status)
+    if node:  # a bound pod: the shape its replicas share, and nothing about where it could go
+        gpu_requests, traits = _bound_shape(meta, spec, is_gpu)
+        return PodRecord(
+            intern(meta.get("namespace", "")),
+            meta["name"],
+            node=intern(node),
+            phase=intern(phase),
+            requests=gpu_requests,
+            claims=claims,
+            traits=traits,
+            terminating=bool(meta.get("deletionTimestamp")),
+        )
+    requests, other = _requests(spec, is_gpu)
+    if not requests and not claims:
         return None
     unschedulable = any(
         c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
@@ -274,9 +308,9 @@ def pod_record(obj: Obj, is_gpu: Callable[[str], bool] = is_gpu_resource) -> Pod
         requests=tuple(sorted((intern(k), v) for k, v in requests.items())),
         unschedulable=unschedulable,
         gated=bool(spec.get("schedulingGates")),
-        constraints=constraints_of(spec) if not node else Constraints(),  # a bound pod goes nowhere else
+        constraints=constraints_of(spec),
         claims=claims,
-        traits=traits_of(meta, spec, other, bool(node)),
+        traits=traits_of(meta, spec, other, False),
         terminating=bool(meta.get("deletionTimestamp")),
     )
 
