@@ -14,7 +14,7 @@ from exporter.kube.records import ClaimRecord, NodeRecord, PodRecord, SliceRecor
 from exporter.kube.transform import claim_record, node_record, pod_record, slice_record
 from exporter.kube.view import ClusterView, compute
 from exporter.sources.kube import key_of
-from tests.kube.objects import container, node, pod, resource_claim, resource_slice, taint
+from tests.kube.objects import GPU, container, node, pod, resource_claim, resource_slice, taint
 
 MIG = "nvidia.com/mig-1g.10gb"
 
@@ -283,7 +283,7 @@ def test_dra_counts_per_device_class_by_its_selectors() -> None:
     objects.append(pod("big-0", claims=[{"name": "gpus", "resourceClaimName": "big-0-gpus"}]))
     nodes = {key_of(o): node_record(o) for o in objects if o["kind"] == "Node"}
     pods = {key_of(o): r for o in objects if o["kind"] == "Pod" and (r := pod_record(o)) is not None}
-    slices = {key_of(o): r for o in objects if o["kind"] == "ResourceSlice" and (r := slice_record(o)) is not None}
+    slices = {key_of(o): s for o in objects if o["kind"] == "ResourceSlice" and (s := slice_record(o)) is not None}
     claims = {key_of(o): claim_record(o) for o in objects if o["kind"] == "ResourceClaim"}
     v = compute(nodes, pods, slices, claims, classes={"h100": h100})
     # the A100s, which no class selects, stay under the driver's name: the models are no longer mixed
@@ -296,3 +296,24 @@ def test_dra_counts_per_device_class_by_its_selectors() -> None:
     assert reasons(v) == {"big-0:h100": "fragmented"}
     # without the class the claim is counted against the driver's devices alike, and wrongly fits
     assert reasons(compute(nodes, pods, slices, claims, lambda c: driver)) == {f"big-0:{driver}": "backoff"}
+
+
+def test_bound_pods_with_the_same_labels_but_other_resources_are_read_each_as_they_are() -> None:
+    """Replicas share their record's shape by labels; a pod with equal labels but other requests, init
+    containers or anti-affinity is read afresh."""
+    one = pod_record(pod("w-0", 1, node="a"))
+    two = pod_record(pod("w-1", 2, node="a"))  # the same labels ({"app": "w"}), two GPUs
+    sidecar = pod("w-2", 1, node="a", init_containers=[container("s", 1, restartPolicy="Always")])
+    apart = pod("w-3", 1, node="a")
+    apart["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "w"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    records = [one, two, pod_record(sidecar), pod_record(apart), pod_record(pod("w-4", 1, node="a"))]
+    assert all(r is not None for r in records)
+    assert [r.requests for r in records if r] == [((GPU, 1),), ((GPU, 2),), ((GPU, 2),), ((GPU, 1),), ((GPU, 1),)]
+    assert [bool(r.traits.anti_affinity) for r in records if r] == [False, False, False, True, False]
+    assert records[0] and records[4] and records[0].traits is records[4].traits  # replicas share one shape
