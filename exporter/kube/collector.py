@@ -19,6 +19,7 @@ from exporter.config import Cluster
 from exporter.exposition import Family
 from exporter.kube import render, transform
 from exporter.kube.deviceclass import DeviceClassRecord, class_record, resource_of
+from exporter.kube.placement import PodIndexCache
 from exporter.kube.view import compute
 from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
 
@@ -42,6 +43,7 @@ class ClusterCollector:
         self._lock = threading.Lock()
         self._dirty = True
         self._cached: list[Family] = []
+        self._index = PodIndexCache()  # the bound pods' index, moved along with the changes between views
         self._reflectors = Reflectors(make_reflectors(self.mark_dirty))
 
     def mark_dirty(self) -> None:
@@ -80,6 +82,7 @@ class ClusterCollector:
                     items.get("resourceclaims"),
                     to_resource,
                     classes,
+                    self._index,
                 )
                 self._cached = render.view_families(view, self._max_pending) + render.class_families(classes)
             cached = self._cached

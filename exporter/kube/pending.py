@@ -120,12 +120,12 @@ class _Placer:
     namespace), as sets from the index's topology domains. A verdict then costs the excluded nodes, not
     every node: O(pending shapes × nodes) never happens for pods whose rules touch few domains."""
 
-    def __init__(self, nodes: Mapping[str, NodeRecord], pods: Iterable[PodRecord], usage: Iterable[Usage]) -> None:
+    def __init__(self, nodes: Mapping[str, NodeRecord], index: PodIndex, usage: Iterable[Usage]) -> None:
         self.offering: dict[str, list[tuple[NodeRecord, int]]] = {}
         for u in usage:
             if u.allocatable > 0:
                 self.offering.setdefault(u.resource, []).append((nodes[u.node], u.free))
-        self.index = PodIndex(nodes, pods)
+        self.index = index
         self._passing: dict[tuple[int, str, tuple[tuple[str, int], ...]], _Passing] = {}
         self._excluded: dict[tuple[int, int, str], tuple[set[str], set[str]]] = {}
         self._verdicts: dict[tuple[int, int, str, str], tuple[str | None, int, int]] = {}
@@ -193,8 +193,12 @@ def pending_pods(
     usage: Iterable[Usage],
     claims: Mapping[str, ClaimRecord] | None = None,
     class_to_resource: Callable[[str], str | None] = str,
+    index_of: Callable[[], PodIndex] | None = None,
 ) -> list[PendingPod]:
-    """Every unschedulable or gated GPU pod with its reason, sorted by reason, namespace, pod and resource."""
+    """Every unschedulable or gated GPU pod with its reason, sorted by reason, namespace, pod and resource.
+
+    `index_of()` gives the bound pods' index (`PodIndexCache.index`), asked only when some pod waits;
+    by default one is built from `pods`."""
     placer: _Placer | None = None
     out: list[PendingPod] = []
     for pod in pods:
@@ -208,7 +212,7 @@ def pending_pods(
             out.extend(PendingPod(pod.namespace, pod.name, r, c, gate_reason(pod)) for r, c in wanted)
             continue
         if placer is None:  # built once, only when some pod waits
-            placer = _Placer(nodes, pods, usage)
+            placer = _Placer(nodes, index_of() if index_of else PodIndex(nodes, pods), usage)
         verdicts = []
         for resource, count in wanted:
             blocking, total, largest = placer.verdict(pod, resource)

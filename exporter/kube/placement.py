@@ -81,75 +81,100 @@ class Group:
     namespace: str
     traits: PodTraits
     labels: dict[str, str]
-    nodes: list[str]  # one entry per pod
-    terminating: list[str]  # one entry per terminating pod (topology spread does not count those)
+    nodes: Counter[str]  # node → pods of the group there
+    terminating: Counter[str]  # node → terminating pods among them (topology spread does not count those)
 
-    def live_nodes(self) -> list[str]:
-        if not self.terminating:
-            return self.nodes
-        leaving = Counter(self.terminating)
-        out = []
-        for node in self.nodes:
-            if leaving[node]:
-                leaving[node] -= 1
-            else:
-                out.append(node)
-        return out
+    def live_nodes(self) -> Iterable[str]:
+        """The nodes with at least one pod of the group that is not terminating, once per such pod."""
+        for node, count in self.nodes.items():
+            for _ in range(count - self.terminating.get(node, 0)):
+                yield node
+
+
+def _held(pod: PodRecord) -> bool:
+    return bool(pod.node) and pod.phase not in _FINISHED
 
 
 class PodIndex:
-    """The bound pods that hold resources, grouped by namespace and traits in one pass (the replicas of a
-    workload share their traits), so a selector is matched once per workload rather than once per pod;
-    the non-GPU usage per node is added up from the groups on first use."""
+    """The bound pods that hold resources, grouped by namespace and traits (the replicas of a workload share
+    their traits), so a selector is matched once per workload rather than once per pod, and their non-GPU
+    usage per node. `PodIndexCache` keeps one up to date from one view to the next by moving only the pods
+    whose record changed; what depends on the nodes is found again for each view (`refresh`)."""
 
-    def __init__(self, nodes: Mapping[str, NodeRecord], pods: Iterable[PodRecord]) -> None:
-        self.nodes = nodes
-        found: dict[tuple[str, int], Group] = {}
+    def __init__(self, nodes: Mapping[str, NodeRecord], pods: Iterable[PodRecord] = ()) -> None:
+        self._groups: dict[str, dict[int, Group]] = {}
+        self._anti: dict[tuple[str, int], Group] = {}
+        self._used: dict[str, dict[str, int]] = {}
         for pod in pods:
-            node = pod.node
-            if not node or pod.phase in _FINISHED or node not in nodes:
-                continue
-            key = (pod.namespace, id(pod.traits))
-            group = found.get(key)
-            if group is None:
-                found[key] = group = Group(pod.namespace, pod.traits, dict(pod.traits.labels), [], [])
-            group.nodes.append(node)
-            if pod.terminating:
-                group.terminating.append(node)
-        self._groups: dict[str, list[Group]] = {}
-        for group in found.values():
-            self._groups.setdefault(group.namespace, []).append(group)
-        self._anti = [g for g in found.values() if g.traits.anti_affinity]
-        self._used: dict[str, dict[str, int]] | None = None
+            if _held(pod):
+                self.add(pod)
+        self.refresh(nodes)
+
+    def refresh(self, nodes: Mapping[str, NodeRecord]) -> None:
+        """A new view: its nodes, and the caches built from them emptied."""
+        self.nodes = nodes
         self._allocatable: dict[str, dict[str, int]] = {}
         self._domains: dict[str, dict[str, list[str]]] = {}
         self._lacking: dict[str, set[str]] = {}
         self._counting: dict[tuple[int, bool, bool, frozenset[str]], set[str]] = {}
         self._keep_alive: list[object] = []
 
-    def groups(self) -> dict[str, list[Group]]:
-        """namespace → its groups of pods with the same traits."""
+    def add(self, pod: PodRecord, sign: int = 1) -> None:
+        """Count a bound pod in (sign -1: out again; the record must be the one counted in)."""
+        traits, node = pod.traits, pod.node
+        by_traits = self._groups.get(pod.namespace)
+        if by_traits is None:
+            self._groups[pod.namespace] = by_traits = {}
+        group = by_traits.get(id(traits))
+        if group is None:
+            by_traits[id(traits)] = group = Group(pod.namespace, traits, dict(traits.labels), Counter(), Counter())
+            if traits.anti_affinity:
+                self._anti[(pod.namespace, id(traits))] = group
+        group.nodes[node] += sign
+        if pod.terminating:
+            group.terminating[node] += sign
+        used = self._used.get(node)
+        if used is None:
+            self._used[node] = used = {"pods": 0}
+        used["pods"] += sign
+        for resource, count in traits.other:
+            used[resource] = used.get(resource, 0) + sign * count
+        if sign < 0:
+            if group.nodes[node] <= 0:
+                del group.nodes[node]
+                group.terminating.pop(node, None)
+            if not group.nodes:
+                del by_traits[id(traits)]
+                self._anti.pop((pod.namespace, id(traits)), None)
+                if not by_traits:
+                    del self._groups[pod.namespace]
+            if used["pods"] <= 0:
+                del self._used[node]
+
+    def remove(self, pod: PodRecord) -> None:
+        self.add(pod, -1)
+
+    def groups(self) -> dict[str, dict[int, Group]]:
+        """namespace → its groups of pods with the same traits (by the traits' identity)."""
         return self._groups
 
-    def anti_affinity(self) -> list[Group]:
+    def anti_affinity(self) -> Iterable[Group]:
         """The groups whose pods have required anti-affinity terms."""
-        return self._anti
+        return self._anti.values()
 
     def used(self, node: str) -> dict[str, int]:
         """resource → the non-GPU requests of the pods bound to `node`, and `pods` → how many there are."""
-        if self._used is None:
-            self._used = {}
-            for groups in self._groups.values():
-                for group in groups:
-                    other = group.traits.other
-                    for name, times in Counter(group.nodes).items():
-                        used = self._used.get(name)
-                        if used is None:
-                            self._used[name] = used = {"pods": 0}
-                        used["pods"] += times
-                        for resource, count in other:
-                            used[resource] = used.get(resource, 0) + count * times
         return self._used.get(node) or {"pods": 0}
+
+    def summary(self) -> tuple[dict[tuple[str, int], tuple[dict[str, int], dict[str, int]]], dict[str, dict[str, int]]]:
+        """Groups and usage as plain values (what two indexes of the same pods must agree on)."""
+        groups = {
+            (ns, key): (dict(+g.nodes), dict(+g.terminating))
+            for ns, by_traits in self._groups.items()
+            for key, g in by_traits.items()
+        }
+        used = {n: {r: c for r, c in u.items() if c} for n, u in self._used.items()}
+        return groups, used
 
     def allocatable(self, node: NodeRecord) -> dict[str, int]:
         found = self._allocatable.get(node.name)
@@ -193,6 +218,36 @@ class PodIndex:
         return found
 
 
+class PodIndexCache:
+    """One `PodIndex` kept across the views of a collector: each view moves only the pods whose record
+    changed (records are immutable; a changed pod is a new record), so its cost is a pass of identity
+    tests over the pods instead of regrouping them."""
+
+    def __init__(self) -> None:
+        self._index: PodIndex | None = None
+        self._pods: Mapping[str, PodRecord] = {}
+
+    def index(self, nodes: Mapping[str, NodeRecord], pods: Mapping[str, PodRecord]) -> PodIndex:
+        if self._index is None:
+            self._index = PodIndex(nodes, pods.values())
+        else:
+            index, old = self._index, self._pods
+            for key, pod in pods.items():
+                before = old.get(key)
+                if before is pod:
+                    continue
+                if before is not None and _held(before):
+                    index.remove(before)
+                if _held(pod):
+                    index.add(pod)
+            for key in old.keys() - pods.keys():
+                if _held(old[key]):
+                    index.remove(old[key])
+            index.refresh(nodes)
+        self._pods = pods
+        return self._index
+
+
 def fits_other_resources(index: PodIndex, node: NodeRecord, other: tuple[tuple[str, int], ...]) -> bool:
     """NodeResourcesFit for the non-GPU requests `other` (and one more pod) on `node`."""
     used, allocatable = index.used(node.name), index.allocatable(node)
@@ -210,13 +265,13 @@ class SpreadState:
         labels = dict(pod.traits.labels)
         keys = frozenset(c.topology_key for c in constraints)
         self.constraints: list[tuple[SpreadConstraint, dict[str, int], int, bool]] = []
-        groups = index.groups().get(pod.namespace, ())
+        groups = index.groups().get(pod.namespace, {})
         for constraint in constraints:
             counting = index.counting(pod, constraint.honor_node_affinity, constraint.honor_node_taints, keys)
             key = constraint.topology_key
             selector = _with_label_keys(constraint.selector, constraint.match_label_keys, labels)
             counts: dict[str, int] = {index.nodes[n].labels[key]: 0 for n in counting}
-            for group in groups:
+            for group in groups.values():
                 if not selects(selector, group.labels):
                     continue
                 for node in group.live_nodes():
@@ -268,13 +323,13 @@ class AffinityState:
             groups = index.groups()
             for term in own_anti:
                 for namespace in term_namespaces(term, pod.namespace, groups):
-                    for group in groups.get(namespace, ()):
+                    for group in groups.get(namespace, {}).values():
                         if selects(term.selector, group.labels):
                             self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
             if self.affinity:
                 candidates = set.intersection(*(term_namespaces(t, pod.namespace, groups) for t in self.affinity))
                 for namespace in candidates:
-                    for group in groups.get(namespace, ()):
+                    for group in groups.get(namespace, {}).values():
                         if all(selects(t.selector, group.labels) for t in self.affinity):
                             for t in self.affinity:
                                 self._add_domains(self.attracted, nodes, group.nodes, t.topology_key)
@@ -283,9 +338,10 @@ class AffinityState:
                 )
 
     @staticmethod
-    def _add_domains(into: set[tuple[str, str]], nodes: Mapping[str, NodeRecord], on: list[str], key: str) -> None:
+    def _add_domains(into: set[tuple[str, str]], nodes: Mapping[str, NodeRecord], on: Iterable[str], key: str) -> None:
         for name in on:
-            value = nodes[name].labels.get(key)
+            node = nodes.get(name)
+            value = node.labels.get(key) if node is not None else None  # a node gone from the view: no domain
             if value is not None:
                 into.add((key, value))
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from exporter.kube.pending import blocking_filter
+from exporter.kube.placement import PodIndex, PodIndexCache
 from exporter.kube.requests import amount, parse_quantity
 from exporter.kube.transform import node_record, pod_record
 from exporter.kube.view import compute
@@ -243,3 +247,66 @@ def test_blocked_nodes_and_free_nodes_together() -> None:
     objects = [node("n0", 8), node("n1", 2), cpu_pod("etl-0", "63.5", "n0"), pod("busy-0", 2, node="n1")]
     objects.append(pod("vllm-0", 1))
     assert reasons(objects) == {"vllm-0": "insufficient"}
+
+
+# -- the index kept from one view to the next ---------------------------------------------------------------
+TEMPLATES = [
+    labelled(pod("a-0", 1, node="n0"), app="a"),
+    labelled(pod("b-0", 2, node="n1", affinity=anti_affinity("b")), app="b"),
+    labelled(cpu_pod("etl-0", "3", "n0"), app="etl"),
+    labelled(pod("c-0", 1), app="c"),  # unbound: never in the index
+]
+
+
+def _variant(template: int, name: str, node: str, namespace: str, terminating: bool, phase: str) -> Obj:
+    obj = copy.deepcopy(TEMPLATES[template])
+    obj["metadata"].update(name=name, namespace=namespace)
+    if obj["spec"].get("nodeName"):
+        obj["spec"]["nodeName"] = node
+        obj["status"]["phase"] = phase
+    if terminating:
+        obj["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return obj
+
+
+changes = st.lists(
+    st.tuples(
+        st.sampled_from([f"p{i}" for i in range(6)]),  # which pod
+        st.none()
+        | st.tuples(
+            st.integers(0, 3),
+            st.sampled_from(["n0", "n1", "gone"]),
+            st.sampled_from(["x", "y"]),
+            st.booleans(),
+            st.sampled_from(["Running", "Pending", "Succeeded"]),
+        ),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=st.lists(changes, min_size=1, max_size=4))
+def test_the_kept_index_agrees_with_one_built_afresh(steps: list[list[tuple[str, Any]]]) -> None:
+    """Views after rounds of watch events (added, changed, deleted pods): the index moved along with the
+    changes holds what one built from the view's pods holds, and the verdicts are the same."""
+    nodes = {n: node_record(node(n, 4, labels={ZONE: "a"})) for n in ("n0", "n1")}
+    cache = PodIndexCache()
+    pods: dict[str, Any] = {}
+    waiting = pod_record(labelled(pod("w-0", 3, affinity=anti_affinity("b")), app="b"))
+    for round_ in steps:
+        pods = dict(pods)  # each view is a new snapshot, as the reflectors hand them out
+        for name, change in round_:
+            if change is None:
+                pods.pop(f"x/{name}", None)
+            else:
+                template, node_name, namespace, terminating, phase = change
+                record = pod_record(_variant(template, name, node_name, namespace, terminating, phase))
+                if record is None:
+                    pods.pop(f"x/{name}", None)  # finished, or unbound without GPUs: the reflector drops it
+                else:
+                    pods[f"x/{name}"] = record
+        pods["x/w-0"] = waiting
+        kept = cache.index(nodes, pods)
+        assert kept.summary() == PodIndex(nodes, pods.values()).summary()
+        assert compute(nodes, pods, index_cache=cache).pending == compute(nodes, pods).pending
