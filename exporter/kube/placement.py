@@ -117,6 +117,8 @@ class PodIndex:
         self._domains: dict[str, dict[str, list[str]]] = {}
         self._lacking: dict[str, set[str]] = {}
         self._counting: dict[tuple[int, bool, bool, frozenset[str]], set[str]] = {}
+        self._zero_counts: dict[tuple[int, str], dict[str, int]] = {}  # keyed by counting sets kept above
+        self._anti_by_namespace: dict[str, list[Group]] | None = None
         self._keep_alive: list[object] = []
 
     def add(self, pod: PodRecord, sign: int = 1) -> None:
@@ -158,9 +160,26 @@ class PodIndex:
         """namespace → its groups of pods with the same traits (by the traits' identity)."""
         return self._groups
 
-    def anti_affinity(self) -> Iterable[Group]:
-        """The groups whose pods have required anti-affinity terms."""
-        return self._anti.values()
+    def anti_affinity(self, namespace: str) -> list[Group]:
+        """The groups with required anti-affinity terms that may select pods of `namespace`: those of the
+        namespace itself, and those whose terms name namespaces or select them (checked by the caller)."""
+        if self._anti_by_namespace is None:
+            self._anti_by_namespace = {}
+            self._anti_anywhere: list[Group] = []
+            for group in self._anti.values():
+                if any(t.namespaces or t.namespace_selector is not None for t in group.traits.anti_affinity):
+                    self._anti_anywhere.append(group)
+                else:  # every term looks at its own namespace only
+                    self._anti_by_namespace.setdefault(group.namespace, []).append(group)
+        return self._anti_by_namespace.get(namespace, []) + self._anti_anywhere
+
+    def zero_counts(self, counting: set[str], key: str) -> dict[str, int]:
+        """domain → 0 for the values of `key` on the `counting` nodes (a template: copy it)."""
+        cache_key = (id(counting), key)
+        found = self._zero_counts.get(cache_key)
+        if found is None:
+            found = self._zero_counts[cache_key] = {self.nodes[n].labels[key]: 0 for n in counting}
+        return found
 
     def used(self, node: str) -> dict[str, int]:
         """resource → the non-GPU requests of the pods bound to `node`, and `pods` → how many there are."""
@@ -270,7 +289,7 @@ class SpreadState:
             counting = index.counting(pod, constraint.honor_node_affinity, constraint.honor_node_taints, keys)
             key = constraint.topology_key
             selector = _with_label_keys(constraint.selector, constraint.match_label_keys, labels)
-            counts: dict[str, int] = {index.nodes[n].labels[key]: 0 for n in counting}
+            counts = dict(index.zero_counts(counting, key))
             for group in groups.values():
                 if not selects(selector, group.labels):
                     continue
@@ -311,7 +330,7 @@ class AffinityState:
         nodes = index.nodes
         labels = dict(pod.traits.labels)
         self.blocked: set[tuple[str, str]] = set()
-        for group in index.anti_affinity():  # existing pods' anti-affinity against this pod
+        for group in index.anti_affinity(pod.namespace):  # existing pods' anti-affinity against this pod
             for term in group.traits.anti_affinity:
                 if term.understood and term_selects(term, group.namespace, pod.namespace, labels):
                     self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
