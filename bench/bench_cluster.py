@@ -492,7 +492,8 @@ def report_baseline(ours: dict[str, float], baseline: dict[str, float], rev: str
 
 def report(ours: dict[str, float], peer: dict[str, float], events: int) -> None:
     print(
-        f"workload: every pod requests GPUs; {events} MODIFIED pod events; pending GPU pods found: "
+        f"workload: every vLLM pod requests GPUs, one cpu-only DaemonSet pod per node; {events} MODIFIED pod "
+        f"events; pending GPU pods found: "
         f"ours {ours['pending']:.0f}, peer {peer['pending']:.0f}"
     )
     print(f"{'':30}{'ours':>14}{'peer':>14}{'ratio':>10}")
