@@ -118,7 +118,8 @@ class PodIndex:
         self._lacking: dict[str, set[str]] = {}
         self._counting: dict[tuple[int, bool, bool, frozenset[str]], set[str]] = {}
         self._zero_counts: dict[tuple[int, str], dict[str, int]] = {}  # keyed by counting sets kept above
-        self._anti_by_namespace: dict[str, list[Group]] | None = None
+        self._anti_terms: dict[str, dict[tuple[str, str], list[tuple[Group, PodAffinityTerm]]]] | None = None
+        self._by_label: dict[tuple[str, str], dict[str, list[Group]]] = {}
         self._keep_alive: list[object] = []
 
     def add(self, pod: PodRecord, sign: int = 1) -> None:
@@ -160,18 +161,46 @@ class PodIndex:
         """namespace → its groups of pods with the same traits (by the traits' identity)."""
         return self._groups
 
-    def anti_affinity(self, namespace: str) -> list[Group]:
-        """The groups with required anti-affinity terms that may select pods of `namespace`: those of the
-        namespace itself, and those whose terms name namespaces or select them (checked by the caller)."""
-        if self._anti_by_namespace is None:
-            self._anti_by_namespace = {}
-            self._anti_anywhere: list[Group] = []
+    def anti_affinity_terms(self, namespace: str, labels: Mapping[str, str]) -> list[tuple[Group, PodAffinityTerm]]:
+        """The bound pods' required anti-affinity terms that may select a pod of `namespace` with `labels`
+        (looked up by one of each selector's matchLabels; the caller checks the whole term)."""
+        if self._anti_terms is None:
+            self._anti_terms = {}
+            self._anti_unkeyed: dict[str, list[tuple[Group, PodAffinityTerm]]] = {}
+            self._anti_anywhere: list[tuple[Group, PodAffinityTerm]] = []
             for group in self._anti.values():
-                if any(t.namespaces or t.namespace_selector is not None for t in group.traits.anti_affinity):
-                    self._anti_anywhere.append(group)
-                else:  # every term looks at its own namespace only
-                    self._anti_by_namespace.setdefault(group.namespace, []).append(group)
-        return self._anti_by_namespace.get(namespace, []) + self._anti_anywhere
+                for term in group.traits.anti_affinity:
+                    if term.selector is None or not term.understood:
+                        continue  # selects nothing, or not evaluated
+                    if term.namespaces or term.namespace_selector is not None:
+                        self._anti_anywhere.append((group, term))
+                    elif term.selector.match_labels:
+                        by_label = self._anti_terms.setdefault(group.namespace, {})
+                        by_label.setdefault(term.selector.match_labels[0], []).append((group, term))
+                    else:
+                        self._anti_unkeyed.setdefault(group.namespace, []).append((group, term))
+        by_label = self._anti_terms.get(namespace, {})
+        found = [*self._anti_unkeyed.get(namespace, ()), *self._anti_anywhere]
+        for pair in labels.items():
+            found += by_label.get(pair, ())
+        return found
+
+    def selected_groups(self, namespace: str, selector: Selector | None) -> Iterable[Group]:
+        """The groups of `namespace` whose pods `selector` selects (candidates by one matchLabel)."""
+        if selector is None:
+            return ()
+        if selector.match_labels:
+            key, value = selector.match_labels[0]
+            by_value = self._by_label.get((namespace, key))
+            if by_value is None:
+                by_value = self._by_label[(namespace, key)] = {}
+                for group in self._groups.get(namespace, {}).values():
+                    if key in group.labels:
+                        by_value.setdefault(group.labels[key], []).append(group)
+            candidates: Iterable[Group] = by_value.get(value, ())
+        else:
+            candidates = self._groups.get(namespace, {}).values()
+        return [g for g in candidates if selects(selector, g.labels)]
 
     def zero_counts(self, counting: set[str], key: str) -> dict[str, int]:
         """domain → 0 for the values of `key` on the `counting` nodes (a template: copy it)."""
@@ -284,15 +313,12 @@ class SpreadState:
         labels = dict(pod.traits.labels)
         keys = frozenset(c.topology_key for c in constraints)
         self.constraints: list[tuple[SpreadConstraint, dict[str, int], int, bool]] = []
-        groups = index.groups().get(pod.namespace, {})
         for constraint in constraints:
             counting = index.counting(pod, constraint.honor_node_affinity, constraint.honor_node_taints, keys)
             key = constraint.topology_key
             selector = _with_label_keys(constraint.selector, constraint.match_label_keys, labels)
             counts = dict(index.zero_counts(counting, key))
-            for group in groups.values():
-                if not selects(selector, group.labels):
-                    continue
+            for group in index.selected_groups(pod.namespace, selector):
                 for node in group.live_nodes():
                     if node in counting:
                         counts[index.nodes[node].labels[key]] += 1
@@ -330,10 +356,10 @@ class AffinityState:
         nodes = index.nodes
         labels = dict(pod.traits.labels)
         self.blocked: set[tuple[str, str]] = set()
-        for group in index.anti_affinity(pod.namespace):  # existing pods' anti-affinity against this pod
-            for term in group.traits.anti_affinity:
-                if term.understood and term_selects(term, group.namespace, pod.namespace, labels):
-                    self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
+        # existing pods' anti-affinity against this pod
+        for group, term in index.anti_affinity_terms(pod.namespace, labels):
+            if term_selects(term, group.namespace, pod.namespace, labels):
+                self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
         own_anti = [t for t in pod.traits.anti_affinity if t.understood]
         self.affinity = [t for t in pod.traits.affinity if t.understood]
         self.attracted: set[tuple[str, str]] = set()
@@ -342,14 +368,13 @@ class AffinityState:
             groups = index.groups()
             for term in own_anti:
                 for namespace in term_namespaces(term, pod.namespace, groups):
-                    for group in groups.get(namespace, {}).values():
-                        if selects(term.selector, group.labels):
-                            self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
+                    for group in index.selected_groups(namespace, term.selector):
+                        self._add_domains(self.blocked, nodes, group.nodes, term.topology_key)
             if self.affinity:
                 candidates = set.intersection(*(term_namespaces(t, pod.namespace, groups) for t in self.affinity))
                 for namespace in candidates:
-                    for group in groups.get(namespace, {}).values():
-                        if all(selects(t.selector, group.labels) for t in self.affinity):
+                    for group in index.selected_groups(namespace, self.affinity[0].selector):
+                        if all(selects(t.selector, group.labels) for t in self.affinity[1:]):
                             for t in self.affinity:
                                 self._add_domains(self.attracted, nodes, group.nodes, t.topology_key)
                 self.first_of_series = not self.attracted and all(
