@@ -310,3 +310,28 @@ def test_the_kept_index_agrees_with_one_built_afresh(steps: list[list[tuple[str,
         kept = cache.index(nodes, pods)
         assert kept.summary() == PodIndex(nodes, pods.values()).summary()
         assert compute(nodes, pods, index_cache=cache).pending == compute(nodes, pods).pending
+
+
+def test_selectors_with_expressions_only_and_several_match_labels() -> None:
+    by_expression = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["vllm"]}]},
+                    "topologyKey": HOST,
+                }
+            ]
+        }
+    }
+    objects = [node("n0", 4), labelled(pod("vllm-0", 1, node="n0", affinity=by_expression), app="vllm")]
+    objects.append(labelled(pod("vllm-1", 1), app="vllm"))
+    assert reasons(objects) == {"vllm-1": "pod_affinity"}  # the running pod's term, without matchLabels
+    both = anti_affinity("vllm")
+    both["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"]["matchLabels"][
+        "tier"
+    ] = "gpu"
+    objects = [node("n0", 4), labelled(cpu_pod("vllm-0", "1", "n0"), app="vllm")]
+    objects.append(labelled(pod("vllm-1", 1, affinity=both), app="vllm"))
+    assert reasons(objects) == {"vllm-1": "backoff"}  # the running pod lacks tier=gpu
+    objects[1]["metadata"]["labels"]["tier"] = "gpu"
+    assert reasons(objects) == {"vllm-1": "pod_affinity"}
