@@ -272,8 +272,9 @@ def _alerts(t: Thresholds) -> list[Alert]:
             "warning",
             "{{ $labels.namespace }}/{{ $labels.pod }} needs {{ $value }} {{ $labels.resource }} and stays "
             "Pending although the cluster has that many free.",
-            "The free GPUs are spread over nodes so that no single node can hold the pod. Bin-pack or drain "
-            "small GPU pods, or split the replica.",
+            "The free GPUs are spread over nodes so that no single node can hold the pod, although cpu, memory, "
+            "pod affinity and topology spread would let it run on them. Bin-pack or drain small GPU pods, or "
+            "split the replica.",
         ),
         Alert(
             "LLMReplicaStartupSlow",

@@ -458,8 +458,9 @@ placement = Row(
             unit="short",
             stacked=True,
             description="Unschedulable GPU pods by why: fragmented (free GPUs exist but not on one node), "
-            "insufficient, constrained (no eligible node), fits (waits on something else). Empty when nothing is "
-            "pending; see the runbook for each reason.",
+            "insufficient, constrained (no eligible node), other_resources / pod_affinity / topology_spread (what "
+            "keeps it off the nodes with free GPUs), fits, backoff (waits on a retry), quota / gated (scheduling "
+            "gates: Kueue). Empty when nothing is pending; see the runbook for each reason.",
         ),
         timeseries(
             "Cold start by phase",

@@ -11,7 +11,11 @@ NODE_RESOURCE = ("node", "resource")
 _g = partial(gauge, subsystem="cluster", role="cluster")
 _c = partial(counter, subsystem="cluster", role="cluster")
 
-NODE_ALLOCATABLE = _g("llm_node_gpus_allocatable", "GPUs (or slices, shares, devices) the node offers.", NODE_RESOURCE)
+NODE_ALLOCATABLE = _g(
+    "llm_node_gpus_allocatable",
+    "GPUs (or slices, shares, devices) the node offers; DRA devices per DeviceClass that selects them.",
+    NODE_RESOURCE,
+)
 NODE_ALLOCATED = _g(
     "llm_node_gpus_allocated", "GPUs requested by the pods bound to the node that have not finished.", NODE_RESOURCE
 )
@@ -35,8 +39,8 @@ CLUSTER_LARGEST_FREE_BLOCK = _g(
 )
 PENDING_POD_GPUS_REQUESTED = _g(
     "llm_pending_pod_gpus_requested",
-    "GPUs requested by an unschedulable pod, with the reason it cannot be placed: fragmented, insufficient, "
-    "constrained or fits.",
+    "GPUs requested by an unschedulable or gated pod, with the reason it cannot be placed: fragmented, "
+    "insufficient, constrained, other_resources, pod_affinity, topology_spread, fits, quota, gated or backoff.",
     ("namespace", "pod", "resource", "reason"),
 )
 LAST_SYNC = _g(
@@ -47,7 +51,7 @@ LAST_SYNC = _g(
 )
 CLUSTER_PENDING_PODS = _g(
     "llm_cluster_pending_pods",
-    "Unschedulable GPU pods by resource and reason, all of them (llm_pending_pod_gpus_requested is bounded).",
+    "Unschedulable or gated GPU pods by resource and reason, all of them (llm_pending_pod_gpus_requested is bounded).",
     ("resource", "reason"),
 )
 PENDING_TRUNCATED = _g(
@@ -73,6 +77,12 @@ KUBE_REQUEST_ERRORS = _c(
     "Failed list or watch requests (connection refused, timeouts, error statuses) and unreadable objects.",
     ("resource",),
 )
+DEVICE_CLASS_UNDERSTOOD = _g(
+    "llm_dra_device_class_understood",
+    "1 when every CEL selector of the DRA DeviceClass is in the subset the cluster view evaluates; 0 when not: "
+    "no device is counted under it and pods whose claims ask for it are not classified.",
+    ("device_class",),
+)
 
 METRICS: tuple[MetricSpec, ...] = (
     NODE_ALLOCATABLE,
@@ -90,4 +100,5 @@ METRICS: tuple[MetricSpec, ...] = (
     KUBE_WATCH_RESTARTS,
     KUBE_REQUEST_ERRORS,
     NODE_UNHEALTHY,
+    DEVICE_CLASS_UNDERSTOOD,
 )

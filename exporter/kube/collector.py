@@ -18,7 +18,8 @@ from exporter.collect import Collector, CollectorUnavailable
 from exporter.config import Cluster
 from exporter.exposition import Family
 from exporter.kube import render, transform
-from exporter.kube.deviceclass import class_driver
+from exporter.kube.deviceclass import DeviceClassRecord, class_record, resource_of
+from exporter.kube.placement import PodIndexCache
 from exporter.kube.view import compute
 from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
 
@@ -34,7 +35,7 @@ class ClusterCollector:
         make_reflectors: Callable[[Callable[[], None]], Mapping[str, Reflector[Any]]],
         *,
         max_pending_pods: int,
-        class_to_resource: Callable[[str], str] = str,
+        class_to_resource: Callable[[str], str | None] | None = None,
     ) -> None:
         """`make_reflectors(on_event)`: nodes, pods and optionally resourceslices, resourceclaims."""
         self._max_pending = max_pending_pods
@@ -42,6 +43,7 @@ class ClusterCollector:
         self._lock = threading.Lock()
         self._dirty = True
         self._cached: list[Family] = []
+        self._index = PodIndexCache()  # the bound pods' index, moved along with the changes between views
         self._reflectors = Reflectors(make_reflectors(self.mark_dirty))
 
     def mark_dirty(self) -> None:
@@ -65,15 +67,24 @@ class ClusterCollector:
             if self._dirty:
                 self._dirty = False  # before the snapshot: a change during it marks dirty again
                 items = {name: r.items() for name, r in self._reflectors.items()}
-                drivers: dict[str, str] = items.get("deviceclasses") or {}
+                classes: dict[str, DeviceClassRecord] = items.get("deviceclasses") or {}
+                fallback = self._class_to_resource
+
+                def to_resource(device_class: str) -> str | None:
+                    if device_class not in classes and fallback is not None:
+                        return fallback(device_class)
+                    return resource_of(device_class, classes)
+
                 view = compute(
                     items["nodes"],
                     items["pods"],
                     items.get("resourceslices"),
                     items.get("resourceclaims"),
-                    lambda device_class: drivers.get(device_class) or self._class_to_resource(device_class),
+                    to_resource,
+                    classes,
+                    self._index,
                 )
-                self._cached = render.view_families(view, self._max_pending)
+                self._cached = render.view_families(view, self._max_pending) + render.class_families(classes)
             cached = self._cached
         stats = {name: r.stats() for name, r in self._reflectors.items()}
         stamps = [r.last_sync_timestamp() for r in self._reflectors.values()]
@@ -108,8 +119,8 @@ def reflectors(api: Any, config: Cluster, on_event: Callable[[], None], **option
         "pods": Reflector(api, "pods", transform=transform.pod_record, field_selector=POD_FIELD_SELECTOR, **common),
         "resourceslices": Reflector(api, "resourceslices", transform=transform.slice_record, optional=True, **common),
         "resourceclaims": Reflector(api, "resourceclaims", transform=transform.claim_record, optional=True, **common),
-        # a claim names a device class; the view counts per driver (deviceclass.py)
-        "deviceclasses": Reflector(api, "deviceclasses", transform=class_driver, optional=True, **common),
+        # a claim names a device class; the view counts the devices its selectors select (deviceclass.py)
+        "deviceclasses": Reflector(api, "deviceclasses", transform=class_record, optional=True, **common),
     }
 
 

@@ -1,69 +1,77 @@
-"""Which driver a DRA DeviceClass stands for, read from its CEL selectors.
+"""DRA DeviceClasses: the resource a class's devices are counted under, from its CEL selectors.
 
-A claim asks for devices of a class (`gpu.example.com` or any other name an administrator gives it); the
-cluster view counts devices per driver. A class's selectors (all must hold) name the driver in a
-comparison `device.driver == "name"` (either quote, either operand order) that is one of the top-level
-`&&` terms of a selector expression, as NVIDIA's and the example drivers' classes do. This is a
-documented subset of CEL, not an evaluator: a class whose selectors name no driver that way (an `||` of
-drivers, attribute tests only) is reported under its own name.
+A claim asks for devices of a class; the scheduler allocates only devices on which every selector of the
+class is true. The cluster view evaluates the selectors (`cel.py`, the subset classes use in practice)
+on each published device and counts, per node:
+
+- a class whose selectors name nothing but the driver (`device.driver == "x"`, or no selector at all,
+  which selects every device) under the driver's name, as whole devices (MIG partitions left out,
+  `dra.py`): the name the cluster view has always used for DRA;
+- any other class under the class's own name (`resource="h100"`), the devices its selectors select;
+- devices that no understood class selects under their driver's name.
+
+A class with a selector outside the subset is *not understood*: none of its devices are counted under
+it, the pods whose claims ask for it are not classified, and `understood` says so (never a guess).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-_DRIVER = re.compile(
-    r"""^\(*\s*(?:device\.driver\s*==\s*(['"])([^'"]+)\1|(['"])([^'"]+)\3\s*==\s*device\.driver)\s*\)*$"""
-)
+from exporter.kube.cel import Device, NotUnderstood, Selector, compile_selector, driver_only
 
 
-def _top_level_and_terms(expression: str) -> list[str] | None:
-    """The terms of a top-level `&&` chain; None when the expression has a top-level `||` or `?`."""
-    terms, depth, quote, start, i = [], 0, "", 0, 0
-    while i < len(expression):
-        c = expression[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "'\"":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif depth == 0 and expression.startswith("&&", i):
-            terms.append(expression[start:i])
-            start, i = i + 2, i + 1
-        elif depth == 0 and (expression.startswith("||", i) or c == "?"):
-            return None
-        i += 1
-    terms.append(expression[start:])
-    return [t.strip() for t in terms]
+@dataclass(frozen=True)
+class DeviceClassRecord:
+    name: str
+    driver: str | None = None  # set for a class that selects by driver only (its resource is the driver)
+    selectors: tuple[Selector, ...] = ()  # all must hold
+    problem: str = ""  # why a selector is not understood; "" when every one is
+
+    @property
+    def understood(self) -> bool:
+        return not self.problem
+
+    @property
+    def resource(self) -> str:
+        """The `resource` label of its devices and of the claims that ask for it."""
+        return self.driver or self.name
+
+    def selects(self, device: Device) -> bool:
+        if self.driver is not None:
+            return device.driver == self.driver
+        return all(s.selects(device) for s in self.selectors)
 
 
-def driver_of_expression(expression: str) -> str | None:
-    """The driver a selector expression requires, when it requires one in the documented form."""
-    terms = _top_level_and_terms(expression.strip())
-    if terms is None:
-        terms = [expression.strip()]  # a bare parenthesised comparison is still one term
-    for term in terms:
-        found = _DRIVER.match(term)
-        if found:
-            return found.group(2) or found.group(4)
-    return None
-
-
-def class_driver(obj: Mapping[str, Any]) -> str:
-    """A DeviceClass object → the driver its selectors require, or the class's own name."""
+def class_record(obj: Mapping[str, Any]) -> DeviceClassRecord:
+    """A DeviceClass object → its record (the reflector's transform)."""
     name = str(obj["metadata"]["name"])
     selectors: Iterable[Mapping[str, Any]] = (obj.get("spec") or {}).get("selectors") or ()
+    expressions = []
     for selector in selectors:
         expression = (selector.get("cel") or {}).get("expression")
-        driver = driver_of_expression(expression) if isinstance(expression, str) else None
-        if driver:
-            return driver
-    return name
+        if not isinstance(expression, str):
+            return DeviceClassRecord(name, problem="a selector without a CEL expression")
+        expressions.append(expression)
+    drivers = {driver_only(e) for e in expressions}
+    if not expressions:
+        return DeviceClassRecord(name, selectors=())  # selects every device of every driver
+    if len(drivers) == 1 and None not in drivers:
+        return DeviceClassRecord(name, driver=drivers.pop())
+    try:
+        compiled = tuple(compile_selector(e) for e in expressions)
+    except NotUnderstood as exc:
+        return DeviceClassRecord(name, problem=str(exc))
+    return DeviceClassRecord(name, selectors=compiled)
+
+
+def resource_of(device_class: str, classes: Mapping[str, DeviceClassRecord]) -> str | None:
+    """The resource a claim for `device_class` is counted under; None for a class not understood.
+
+    A class the view does not know (not created yet, or deviceclasses not readable) keeps its name."""
+    record = classes.get(device_class)
+    if record is None:
+        return device_class
+    return record.resource if record.understood else None

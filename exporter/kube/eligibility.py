@@ -66,8 +66,9 @@ def term_matches(term: AffinityTerm, node: NodeRecord) -> bool:
     )
 
 
-def eligible(node: NodeRecord, constraints: Constraints) -> bool:
-    """Constraints allow `node`: selector labels equal, one affinity term matches, every taint tolerated.
+def eligible(node: NodeRecord, constraints: Constraints, *, taints: bool = True) -> bool:
+    """Constraints allow `node`: selector labels equal, one affinity term matches, every taint tolerated
+    (`taints=False`: not looked at, as topology spread counts nodes by default).
 
     Schedulability (Ready, not cordoned) and whether the node offers the resource are checked by the caller.
     """
@@ -76,7 +77,7 @@ def eligible(node: NodeRecord, constraints: Constraints) -> bool:
         return False
     if constraints.affinity is not None and not any(term_matches(t, node) for t in constraints.affinity):
         return False
-    return tolerates_all(constraints.tolerations, node.taints)
+    return not taints or tolerates_all(constraints.tolerations, node.taints)
 
 
 def admits(node: NodeRecord, constraints: Constraints) -> bool:

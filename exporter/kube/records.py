@@ -10,6 +10,9 @@ from __future__ import annotations
 import sys
 import weakref
 from dataclasses import dataclass
+from typing import Any
+
+from exporter.kube.cel import Device
 
 Pair = tuple[str, int]  # (resource name, count)
 
@@ -50,12 +53,78 @@ def intern_constraints(constraints: Constraints) -> Constraints:
     return shared
 
 
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """A metav1.LabelSelector: matchLabels and matchExpressions (In, NotIn, Exists, DoesNotExist), ANDed."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    expressions: tuple[Requirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    """A required pod (anti-)affinity term. `selector` None: the term selects no pod (labelSelector unset).
+
+    Namespaces: `namespaces`, plus those `namespace_selector` selects (by the `kubernetes.io/metadata.name`
+    label, the only namespace label the view knows); neither set: the pod's own namespace.
+    `understood` is False for a namespaceSelector on other labels: such a term is not evaluated."""
+
+    topology_key: str
+    selector: Selector | None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: Selector | None = None
+    understood: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SpreadConstraint:
+    """A topologySpreadConstraint with whenUnsatisfiable DoNotSchedule (ScheduleAnyway only scores)."""
+
+    max_skew: int
+    topology_key: str
+    selector: Selector | None
+    min_domains: int = 1
+    match_label_keys: tuple[str, ...] = ()
+    honor_node_affinity: bool = True  # nodeAffinityPolicy, default Honor
+    honor_node_taints: bool = False  # nodeTaintsPolicy, default Ignore
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class PodTraits:
+    """What the pre-resource filters need of a pod, shared by the replicas of a workload (interned).
+
+    `other`: the effective requests of non-GPU resources (cpu in millicores, bytes, counts); `gates`: its
+    schedulingGates; `unmodeled`: it uses something whose filters the view does not evaluate (host ports,
+    PersistentVolumeClaims), so a pod that passes every evaluated filter may still be blocked."""
+
+    labels: tuple[tuple[str, str], ...] = ()
+    other: tuple[Pair, ...] = ()
+    affinity: tuple[PodAffinityTerm, ...] = ()
+    anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    gates: tuple[str, ...] = ()
+    unmodeled: bool = False
+
+
+NO_TRAITS = PodTraits()
+_interned_traits: weakref.WeakValueDictionary[PodTraits, PodTraits] = weakref.WeakValueDictionary()
+
+
+def intern_traits(traits: PodTraits) -> PodTraits:
+    if traits == NO_TRAITS:
+        return NO_TRAITS
+    shared = _interned_traits.get(traits)
+    if shared is None:
+        _interned_traits[traits] = shared = traits
+    return shared
+
+
 def intern(text: str) -> str:
     return sys.intern(text)
 
 
 class NodeRecord:
-    __slots__ = ("allocatable", "capacity", "cordoned", "labels", "name", "ready", "taints")
+    __slots__ = ("allocatable", "capacity", "cordoned", "labels", "name", "ready", "resources", "taints")
 
     def __init__(
         self,
@@ -67,6 +136,7 @@ class NodeRecord:
         taints: tuple[Taint, ...] = (),
         allocatable: tuple[Pair, ...] = (),
         capacity: tuple[Pair, ...] = (),
+        resources: tuple[Pair, ...] = (),
     ) -> None:
         self.name = name
         self.ready = ready
@@ -75,6 +145,7 @@ class NodeRecord:
         self.taints = taints
         self.allocatable = allocatable  # GPU resources only
         self.capacity = capacity  # GPU resources only: above allocatable by the devices a plugin marked unhealthy
+        self.resources = resources  # the other allocatable resources (cpu in millicores), as `amount` reads them
 
     @property
     def schedulable(self) -> bool:
@@ -86,7 +157,19 @@ class NodeRecord:
 
 
 class PodRecord:
-    __slots__ = ("claims", "constraints", "gated", "name", "namespace", "node", "phase", "requests", "unschedulable")
+    __slots__ = (
+        "claims",
+        "constraints",
+        "gated",
+        "name",
+        "namespace",
+        "node",
+        "phase",
+        "requests",
+        "terminating",
+        "traits",
+        "unschedulable",
+    )
 
     def __init__(
         self,
@@ -100,6 +183,8 @@ class PodRecord:
         gated: bool = False,
         constraints: Constraints = NO_CONSTRAINTS,
         claims: tuple[str, ...] = (),
+        traits: PodTraits = NO_TRAITS,
+        terminating: bool = False,
     ) -> None:
         self.namespace = namespace
         self.name = name
@@ -110,6 +195,12 @@ class PodRecord:
         self.gated = gated  # schedulingGates present: not a capacity question
         self.constraints = constraints
         self.claims = claims  # ResourceClaim names in the pod's namespace (DRA)
+        self.traits = traits  # labels, non-GPU requests, pod (anti-)affinity, spread constraints
+        self.terminating = terminating  # deletionTimestamp set: still holds resources, not counted for spread
+
+    @property
+    def wants_gpus(self) -> bool:
+        return bool(self.requests or self.claims)
 
     @property
     def holds_resources(self) -> bool:
@@ -121,21 +212,29 @@ class PodRecord:
         """An unschedulable pod the scheduler gave up on for now, not held back by scheduling gates."""
         return not self.node and self.phase == "Pending" and self.unschedulable and not self.gated
 
+    @property
+    def held_by_gates(self) -> bool:
+        """An unbound pod the scheduler does not look at yet: its schedulingGates are not all removed."""
+        return not self.node and self.phase == "Pending" and self.gated
+
     def __repr__(self) -> str:
         return f"PodRecord({self.namespace}/{self.name}, node={self.node!r}, {self.phase}, {self.requests})"
 
 
 class DeviceRecord:
-    __slots__ = ("counter_sets", "kind", "name")
+    __slots__ = ("counter_sets", "device", "kind", "name")
 
-    def __init__(self, name: str, kind: str = "", counter_sets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, name: str, kind: str = "", counter_sets: tuple[str, ...] = (), device: Device | None = None
+    ) -> None:
         self.name = name
         self.kind = kind  # the `type` attribute (NVIDIA: gpu, mig, vfio), "" when the driver sets none
         self.counter_sets = counter_sets  # shared counter sets it consumes (partitionable devices)
+        self.device = device or Device("", {}, {})  # what DeviceClass selectors see (attributes, capacity)
 
 
 class SliceRecord:
-    __slots__ = ("devices", "driver", "generation", "node", "pool", "slice_count")
+    __slots__ = ("devices", "driver", "generation", "matched", "node", "pool", "slice_count")
 
     def __init__(
         self,
@@ -153,6 +252,9 @@ class SliceRecord:
         self.generation = generation
         self.slice_count = slice_count
         self.devices = devices
+        # the resources of each device for one set of device classes: (their identity, per device), cached
+        # because the selectors are evaluated again only when the slice or the classes change
+        self.matched: tuple[Any, list[tuple[str, ...]]] | None = None
 
 
 class ClaimRecord:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from exporter.catalogue import cluster as m
 from exporter.exposition import Family
+from exporter.kube.deviceclass import DeviceClassRecord
 from exporter.kube.pending import REASONS
 from exporter.kube.view import ClusterView
 from exporter.sources.kube import ReflectorStats
@@ -41,6 +42,16 @@ def view_families(view: ClusterView, max_pending_pods: int) -> list[Family]:
     for h in view.unhealthy:
         unhealthy.add((h.node, h.resource), h.count)
     return [allocatable, allocated, free, schedulable, cluster_free, largest, requested, pending, truncated, unhealthy]
+
+
+def class_families(classes: Mapping[str, DeviceClassRecord]) -> list[Family]:
+    """Whether each DeviceClass's selectors are understood; nothing on clusters without DeviceClasses."""
+    if not classes:
+        return []
+    understood = Family(m.DEVICE_CLASS_UNDERSTOOD)
+    for name, record in sorted(classes.items()):
+        understood.add((name,), 1.0 if record.understood else 0.0)
+    return [understood]
 
 
 def sync_families(stats: Mapping[str, ReflectorStats], last_sync: float | None) -> list[Family]:

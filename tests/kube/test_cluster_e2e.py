@@ -95,7 +95,7 @@ def test_the_cluster_view(collectors: CollectorSet) -> None:
     assert value(s, "llm_node_schedulable", node="notready") == 0
     assert value(s, "llm_cluster_gpus_free", resource=G) == 2 + 2 + 1 + 1 + 3  # cordoned/notready left out
     assert value(s, "llm_cluster_gpus_largest_free_block", resource=G) == 3
-    assert pending(s) == {"vllm-big-0": "fragmented", "tolerant-0": "fits", "intolerant-0": "constrained"}
+    assert pending(s) == {"vllm-big-0": "fragmented", "tolerant-0": "backoff", "intolerant-0": "constrained"}
     assert (
         value(s, "llm_pending_pod_gpus_requested", namespace="demo", pod="vllm-big-0", resource=G, reason="fragmented")
         == 4
@@ -107,7 +107,7 @@ def test_the_cluster_view(collectors: CollectorSet) -> None:
 def test_events_change_the_answer(fake_api: FakeKubeAPI, collectors: CollectorSet) -> None:
     eventually(collectors.ready)
     fake_api.apply(pod("train-0", 6, namespace="batch", node="gpu-0", phase="Succeeded"))  # 8 free on gpu-0
-    eventually(lambda: pending(scrape(collectors)).get("vllm-big-0") == "fits")
+    eventually(lambda: pending(scrape(collectors)).get("vllm-big-0") == "backoff")
     fake_api.apply(node("gpu-0", 8, unschedulable=True))  # cordoned: 2+1+1 = 4 left elsewhere
     eventually(lambda: pending(scrape(collectors)).get("vllm-big-0") == "fragmented")
     fake_api.apply(pod("vllm-big-0", 4, namespace="demo", node="gpu-0"))  # bound by the scheduler after all

@@ -210,11 +210,12 @@ def passes(node: Obj, pod: Obj) -> bool:
 
 
 def classify(requested: int, free: list[int]) -> str:
-    """DESIGN.md's reasons, given the free counts of the eligible nodes."""
+    """DESIGN.md's reasons, given the free counts of the eligible nodes. These pods ask for nothing else
+    (no cpu, ports or volumes) and have no pod affinity or spread: one with room waits on a retry only."""
     if not free:
         return "constrained"
     if max(free) >= requested:
-        return "fits"
+        return "backoff"
     return "fragmented" if sum(free) >= requested else "insufficient"
 
 
@@ -226,3 +227,91 @@ def insufficient_count(pod: Obj, resource: str) -> int | None:
             found = re.search(rf"(\d+) Insufficient {re.escape(resource)}\b", verdict)
             return int(found.group(1)) if found else 0
     return None
+
+
+# -- the scheduler's own verdict, and what else blocks once GPUs are out of the question ------------------
+
+# every GPU node of a scenario offers plenty of this resource, and the pod "without GPUs" asks for one of it
+# instead: so it is refused by NodeResourcesFit where no GPUs are, as the GPU pod is, and its verdict on the
+# GPU nodes says what else blocks there (a node affinity to those nodes would change the spread domains)
+GPU_NODE_MARKER = "test.llm-exporter/gpu-node"
+GPU_NODE_CAPACITY = {GPU_NODE_MARKER: "1000"}
+
+# the per-node messages of kube-scheduler's filter plugins (1.37) → the filter they come from
+SCHEDULER_FILTERS = (
+    (re.compile(r"^Insufficient (?!nvidia\.com/|amd\.com/)\S+$|^Too many pods$"), "other_resources"),
+    (re.compile(r"didn't match pod topology spread constraints"), "topology_spread"),
+    (
+        re.compile(r"didn't (?:match pod (?:anti-)?affinity rules|satisfy existing pods anti-affinity rules)"),
+        "pod_affinity",
+    ),
+)
+
+
+def verdict_counts(message: str) -> dict[str, int]:
+    """'0/3 nodes are available: 2 Insufficient cpu, 1 node(s) had untolerated taint(s). preemption: ...'
+    → {"Insufficient cpu": 2, "node(s) had untolerated taint(s)": 1} (the scheduler's verdict, not preemption's)."""
+    verdict = message.split(" preemption:", maxsplit=1)[0].rstrip(".")
+    _, _, parts = verdict.partition(": ")
+    out: dict[str, int] = {}
+    for part in parts.split(", "):
+        count, _, text = part.strip().partition(" ")
+        if count.isdigit():
+            out[text.rstrip(".")] = out.get(text.rstrip("."), 0) + int(count)
+    return out
+
+
+def failed_scheduling(cluster: Any, namespace: str, pod: str) -> dict[str, int] | None:
+    """The newest FailedScheduling event of `pod` as counts per message; None while there is none."""
+    selector = f"involvedObject.name={pod},reason=FailedScheduling"
+    events = cluster.must("GET", f"/api/v1/namespaces/{namespace}/events?fieldSelector={selector}")["items"]
+    if not events:
+        return None
+    newest = max(events, key=lambda e: (e.get("lastTimestamp") or e.get("eventTime") or "", e["metadata"]["name"]))
+    return verdict_counts(newest.get("message") or newest.get("note") or "")
+
+
+def without_gpus(pod: Obj, name: str) -> Obj:
+    """The same pod asking for no GPU (device-plugin limits and DRA claims removed) but for one
+    `GPU_NODE_MARKER`, which only the scenario's GPU nodes offer, under another name."""
+    spec = {**pod["spec"], "containers": []}
+    spec.pop("resourceClaims", None)
+    for i, c in enumerate(pod["spec"]["containers"]):
+        resources = {k: dict(v) for k, v in (c.get("resources") or {}).items() if k != "claims"}
+        for section in resources.values():
+            for resource in [r for r in section if r.startswith(("nvidia.com/", "amd.com/"))]:
+                del section[resource]
+        if i == 0:
+            resources.setdefault("limits", {})[GPU_NODE_MARKER] = "1"
+        spec["containers"].append({**c, "resources": resources})
+    return {**pod, "metadata": {**pod["metadata"], "name": name}, "spec": spec}
+
+
+def blocking_filters(counts: dict[str, int]) -> dict[str, int]:
+    """The scheduler's per-node messages mapped to the pre-resource filters they come from."""
+    out: dict[str, int] = {}
+    for text, count in counts.items():
+        if GPU_NODE_MARKER in text:
+            continue  # a node without GPUs: not a candidate of the GPU pod anyway
+        for pattern, name in SCHEDULER_FILTERS:
+            if pattern.search(text):
+                out[name] = out.get(name, 0) + count
+    return out
+
+
+def exported_samples(collector: Any) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """The collector's exposition as samples per metric name ({} while it is not ready)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from exporter.collect import CollectorUnavailable
+    from exporter.exposition import render
+
+    try:
+        text = render(collector.collect())
+    except CollectorUnavailable:
+        return {}
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out

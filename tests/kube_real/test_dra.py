@@ -2,7 +2,8 @@
 published in ResourceSlices through the API, pods whose ResourceClaimTemplates the controller manager turns
 into claims and the real kube-scheduler allocates. The exporter's free devices per node must be the
 published devices minus those the scheduler allocated (read back from the claims' status), and a pod whose
-claim the scheduler cannot satisfy is pending under the driver's name with DESIGN's reason.
+claim the scheduler cannot satisfy is pending under the class's name (its selectors evaluated) with DESIGN's
+reason.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def _view(collector: ClusterCollector, nodes: list[str], namespace: str) -> Obj:
         for sample in family.samples:
             labels = sample.labels
             if sample.name == "llm_node_gpus_free" and labels["node"] in nodes:
-                assert labels["resource"] == DRIVER  # resources are named after the driver (DESIGN)
+                assert labels["resource"] == CLASS  # devices are counted per DeviceClass that selects them
                 free[labels["node"]] = sample.value
             if sample.name == "llm_pending_pod_gpus_requested" and labels["namespace"] == namespace:
                 pending[labels["pod"]] = (labels["resource"], labels["reason"], sample.value)
@@ -143,7 +144,7 @@ def test_free_devices_and_pending_reasons_follow_the_schedulers_allocation(
     # a claim for two GPUs: two are free, but on different nodes (the 2/2/1/1 case of DRA)
     cluster.must("POST", f"/api/v1/namespaces/{namespace}/pods", _pod("two", namespace, template="two-gpus"))
     wait_for(partial(_unschedulable, cluster, namespace, "two"), 120, "two-GPU pod Unschedulable")
-    published = {nodes[0]: 2, nodes[1]: 2}  # the MIG partitions are not GPUs (dra.py)
+    published = {nodes[0]: 2, nodes[1]: 2}  # the class's selector leaves the MIG partitions out
     free = [published[n] - allocated.get(n, 0) for n in nodes]
     (collector,) = build_cluster_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))
     assert isinstance(collector, ClusterCollector)
@@ -152,7 +153,7 @@ def test_free_devices_and_pending_reasons_follow_the_schedulers_allocation(
         wait_for(collector.ready, 60, "collector synced")
         expected = {
             "free": {n: float(f) for n, f in zip(nodes, free, strict=True)},
-            "pending": {"two": (DRIVER, classify(2, free), 2.0)},
+            "pending": {"two": (CLASS, classify(2, free), 2.0)},
         }
         assert classify(2, free) == "fragmented"  # 1 + 1 free
         wait_for(lambda: _view(collector, nodes, namespace) == expected, 30, f"exporter shows {expected}")

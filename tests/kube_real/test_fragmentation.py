@@ -10,18 +10,13 @@ reported pending; every node's free count is its allocatable minus what the sche
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, event, example, given, settings
-from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.collect import Collector, CollectorUnavailable
-from exporter.config import Cluster as ClusterConfig
-from exporter.exposition import render
-from exporter.kube.collector import ClusterCollector, build_cluster_collectors
+from exporter.collect import Collector
 from tests.kube_real.gpu_cluster import (
     GPU,
     OVERHEAD,
@@ -30,6 +25,7 @@ from tests.kube_real.gpu_cluster import (
     PodSpec,
     Scenario,
     classify,
+    exported_samples,
     insufficient_count,
     node_manifest_args,
     passes,
@@ -54,29 +50,6 @@ def cluster(kube_cluster: Cluster) -> Cluster:
         }
     )
     return kube_cluster
-
-
-@pytest.fixture(scope="module")
-def collector(cluster: Cluster) -> Iterator[ClusterCollector]:
-    """The cluster role's collector as `serve --role cluster` builds it, on the admin kubeconfig."""
-    (built,) = build_cluster_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))
-    assert isinstance(built, ClusterCollector), built
-    built.start()
-    wait_for(built.ready, 60, "cluster collector synced")
-    yield built
-    built.close()
-
-
-def _exported(collector: Collector) -> dict[str, list[tuple[dict[str, str], float]]]:
-    try:
-        text = render(collector.collect())
-    except CollectorUnavailable:
-        return {}
-    out: dict[str, list[tuple[dict[str, str], float]]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.setdefault(sample.name, []).append((sample.labels, sample.value))
-    return out
 
 
 def _settled(cluster: Cluster, namespace: str) -> list[Obj] | None:
@@ -158,7 +131,7 @@ def _expected(nodes: dict[str, Obj], pods: list[Obj], specs: dict[str, PodSpec],
 
 
 def _view(collector: Collector, names: list[str], namespace: str) -> Obj:
-    exported = _exported(collector)
+    exported = exported_samples(collector)
     free = {
         f"{labels['node']}|{labels['resource']}": int(value)
         for labels, value in exported.get("llm_node_gpus_free", [])
