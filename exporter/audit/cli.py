@@ -130,7 +130,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
             return 2
         inv = found
     for kind, count in sorted(inv.skipped.items()):
-        print(f"audit: note: skipped {count} {kind} (no check reads this kind)", file=err)
+        why = "no check reads this kind" if "/" in kind or kind[:1].isupper() else "no kind"
+        print(f"audit: note: skipped {count} {kind} ({why})", file=err)
     lookup: Callable[[Workload], Measured] = lambda w: Measured()  # noqa: E731
     if args.prometheus:
         from exporter.sources.prometheus import HttpPrometheus, PrometheusError
@@ -142,10 +143,11 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
             return 2
     targets = engines(inv.workloads)
     if not targets:
-        seen = len(inv.workloads)
+        seen = ", ".join(f"{w.namespace}/{w.kind}/{w.name}" for w in inv.workloads[:5])
         print(
-            f"audit: no engine workload found ({seen} Deployment/StatefulSet/LeaderWorkerSet read, none runs an "
-            "engine by its image, command, ports, labels or the llm-exporter.io/scrape annotation); nothing audited",
+            f"audit: no engine workload found ({len(inv.workloads)} Deployment/StatefulSet/LeaderWorkerSet read"
+            f"{': ' + seen if seen else ''}{' …' if len(inv.workloads) > 5 else ''}; none runs an engine by its "
+            "image, command, ports, labels or the llm-exporter.io/scrape annotation); nothing audited",
             file=err,
         )
         return 2

@@ -21,7 +21,8 @@ _QUIET_KINDS = {
     "CustomResourceDefinition", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Gateway", "GatewayClass",
     "DaemonSet", "Job", "CronJob", "InferenceObjective", "InferenceModel", "TriggerAuthentication",
     "ClusterTriggerAuthentication", "ReferenceGrant", "PriorityClass", "ResourceQuota", "LimitRange",
-    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer",
+    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer", "Kustomization",
+    "Component",
 }  # fmt: skip
 
 
@@ -72,7 +73,9 @@ def add(
             inv.around.nodes = [*(inv.around.nodes or []), n]
         return
     if kind not in _QUIET_KINDS:
-        label = f"{obj.get('apiVersion', '')}/{kind}".lstrip("/") if kind else "(no kind)"
+        label = (
+            f"{obj.get('apiVersion', '')}/{kind}".lstrip("/") if kind else "document(s) that are not Kubernetes objects"
+        )
         inv.skipped[label] = inv.skipped.get(label, 0) + 1
 
 

@@ -36,8 +36,9 @@ def documents(text: str, name: str) -> Iterator[Document]:
             data = loader.construct_document(node)
             if data is None:
                 continue
-            if not isinstance(data, dict):
-                raise ManifestError(f"{name}:{line}: a document that is not a mapping (a {type(data).__name__})")
+            if not isinstance(data, dict):  # a list or a scalar: not an object (counted as such by the inventory)
+                yield Document({}, Source(name, line))
+                continue
             yield from _unpack(data, Source(name, line), name)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

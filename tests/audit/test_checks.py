@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from exporter.audit import inventory, model
-from exporter.audit.base import Measured
+from exporter.audit.base import Measured, Threshold
 from exporter.audit.checks import BY_ID, CHECKS
 from exporter.audit.run import audit_workload, engines
 from tests.audit import objects as o
@@ -21,8 +21,12 @@ def healthy() -> list[o.Obj]:
     return [o.engine(), o.scaledobject(), o.pdb(), o.service(), o.inference_pool(), o.ingress(annotations=NGINX_LONG)]
 
 
-def verdicts(objs: list[o.Obj], measured: Measured = Measured(), nodes: list[o.Obj] | None = None,
-             pods: list[o.Obj] | None = None) -> dict[str, str]:  # fmt: skip
+NOTHING = Measured()
+
+
+def verdicts(
+    objs: list[o.Obj], measured: Measured = NOTHING, nodes: list[o.Obj] | None = None, pods: list[o.Obj] | None = None
+) -> dict[str, str]:
     inv = inventory.build(objs)
     if nodes is not None:
         inv.around.nodes = [n for n in map(model.node, nodes) if n is not None]
@@ -68,14 +72,15 @@ def _pod(**pod: Any) -> list[o.Obj]:
 
 
 CPU_HPA = o.hpa()
+LONG_WINDOW = {"scaleDown": {"stabilizationWindowSeconds": 900}}
+NULL_AS_ZERO = [{"type": "prometheus", "metadata": {"query": "sum(llm_requests_waiting)", "threshold": "4"}}]
 MISTAKES = {
-    "autoscaler-utilization-signal": _replace(healthy(), "ScaledObject", o.hpa(behavior={"scaleDown": {"stabilizationWindowSeconds": 900}})),
-    "autoscaler-scale-to-zero": _replace(healthy(), "ScaledObject", o.scaledobject(minReplicaCount=0, cooldownPeriod=900)),
-    "autoscaler-cooldown-short": _replace(healthy(), "ScaledObject", o.scaledobject(advanced={})),
-    "keda-null-as-zero": _replace(
-        healthy(), "ScaledObject",
-        o.scaledobject(triggers=[{"type": "prometheus", "metadata": {"serverAddress": "http://p:9090", "query": "sum(llm_requests_waiting)", "threshold": "4"}}]),
+    "autoscaler-utilization-signal": _replace(healthy(), "ScaledObject", o.hpa(behavior=LONG_WINDOW)),
+    "autoscaler-scale-to-zero": _replace(
+        healthy(), "ScaledObject", o.scaledobject(minReplicaCount=0, cooldownPeriod=900)
     ),
+    "autoscaler-cooldown-short": _replace(healthy(), "ScaledObject", o.scaledobject(advanced={})),
+    "keda-null-as-zero": _replace(healthy(), "ScaledObject", o.scaledobject(triggers=NULL_AS_ZERO)),
     "fixed-replicas": _replace(healthy(), "ScaledObject", None),
     "no-readiness-probe": _engine(readinessProbe=None),
     "no-startup-probe": _engine(startupProbe=None),  # the liveness probe gives up after 30 s
@@ -173,7 +178,7 @@ def test_measured_thresholds_replace_the_defaults() -> None:
     }
     assert found["autoscaler-cooldown-short"].threshold is not None
     assert found["autoscaler-cooldown-short"].threshold_source == "measured"
-    assert found["grace-period-short"].threshold.value == 700.0  # type: ignore[union-attr]
+    assert found["grace-period-short"].threshold == Threshold(700.0, "measured")
     quick = {f.check.id: f.outcome for f in _audit(healthy(), Measured(request_seconds=12.0))}
     assert quick["grace-period-short"].threshold_source == "measured"
     assert quick["no-startup-probe"].threshold_source == "default"
@@ -228,7 +233,7 @@ def test_production_stack_router_logic() -> None:
     router = copy.deepcopy(
         o.engine("router", image="lmcache/lmstack-router:latest", args=("--routing-logic", "roundrobin"))
     )
-    objs = _replace(healthy(), "InferencePool", None) + [router]
+    objs = [*_replace(healthy(), "InferencePool", None), router]
     assert failing(objs) == {"round-robin-routing"}
     o.container_of(router)["args"] = ["--routing-logic", "prefixaware"]
     assert failing(objs) == set()
