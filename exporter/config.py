@@ -186,6 +186,13 @@ class Replicas:
 
 
 @dataclass(frozen=True)
+class Audit:
+    """Cluster role: each engine workload against the deployment checks (llm_workload_check_failing)."""
+
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class Cluster:
     # Engine pods, for routes and replica start-up: opted in with <prefix>/scrape: "true" (as for the node
     # role's discovery), or, when set, selected by this label selector (filtered by the API server: cheaper)
@@ -194,6 +201,7 @@ class Cluster:
     routes: Routes = field(default_factory=Routes)
     replicas: Replicas = field(default_factory=Replicas)
     watchdog: Watchdog = field(default_factory=Watchdog)
+    audit: Audit = field(default_factory=Audit)
     page_size: int = 500
     max_pending_pods: int = 1000  # bound on llm_pending_pod_gpus_requested series
     resync_seconds: float = 0.0  # 0: rely on watches only

@@ -29,7 +29,6 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "inferencepools": ("inference.networking.k8s.io/v1", "InferencePool", True),
     "nodes": ("v1", "Node", True),
 }
-CLUSTER_SCOPED = ("nodes",)
 
 
 def stamp(resource: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -48,18 +47,31 @@ def stamp(resource: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 
 def reflectors(api: Any, namespace: str | None = None, **options: Any) -> Reflectors:
-    """One reflector per resource the checks read (nodes cluster-wide), not started."""
+    """One reflector per resource the checks read (nodes cluster-wide), not started.
+
+    Written out one by one: the RBAC test finds each watch (and its grant) by reading this code.
+    """
+
+    def optional(resource: str) -> dict[str, Any]:
+        return {"transform": stamp(resource), "namespace": namespace, "optional": RESOURCES[resource][2], **options}
+
     return Reflectors(
         {
-            resource: Reflector(
-                api,
-                resource,
-                transform=stamp(resource),
-                namespace=None if resource in CLUSTER_SCOPED else namespace,
-                optional=optional,
-                **options,
-            )
-            for resource, (_, _, optional) in RESOURCES.items()
+            "deployments": Reflector(api, "deployments", **optional("deployments")),
+            "statefulsets": Reflector(api, "statefulsets", **optional("statefulsets")),
+            "leaderworkersets": Reflector(api, "leaderworkersets", **optional("leaderworkersets")),
+            "horizontalpodautoscalers": Reflector(
+                api, "horizontalpodautoscalers", **optional("horizontalpodautoscalers")
+            ),
+            "scaledobjects": Reflector(api, "scaledobjects", **optional("scaledobjects")),
+            "podautoscalers": Reflector(api, "podautoscalers", **optional("podautoscalers")),
+            "poddisruptionbudgets": Reflector(api, "poddisruptionbudgets", **optional("poddisruptionbudgets")),
+            "services": Reflector(api, "services", **optional("services")),
+            "ingresses": Reflector(api, "ingresses", **optional("ingresses")),
+            "httproutes": Reflector(api, "httproutes", **optional("httproutes")),
+            "routes": Reflector(api, "routes", **optional("routes")),
+            "inferencepools": Reflector(api, "inferencepools", **optional("inferencepools")),
+            "nodes": Reflector(api, "nodes", **{**optional("nodes"), "namespace": None}),  # cluster-scoped
         }
     )
 

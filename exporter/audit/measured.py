@@ -43,6 +43,20 @@ def tokens_per_request(window: str) -> str:
     return f"{tokens} / {finished}"
 
 
+def bucket_quantile(q: float, bounds: tuple[float, ...], cumulative: list[int], count: int) -> float | None:
+    """The q-quantile of a histogram's cumulative buckets, interpolated as Prometheus' histogram_quantile."""
+    if count <= 0:
+        return None
+    rank = q * count
+    lower, below = 0.0, 0
+    for bound, seen in zip(bounds, cumulative, strict=True):
+        if seen >= rank:
+            inside = seen - below
+            return lower + (bound - lower) * ((rank - below) / inside if inside else 1.0)
+        lower, below = bound, seen
+    return bounds[-1]  # in the +Inf bucket: the highest finite bound, as Prometheus answers
+
+
 def _values(prometheus: Prometheus, expr: str) -> dict[Key, float]:
     out: dict[Key, float] = {}
     for sample in prometheus.query(expr):

@@ -1,0 +1,97 @@
+"""The audit live (cluster role): `llm_workload_check_failing` for every engine workload in the cluster.
+
+The objects the checks read are watched (`exporter.audit.live`); the findings are computed again only when
+one of them changed or the measured cold starts did, not on every scrape. Deployments and StatefulSets
+hold back readiness; every other resource is optional (a CRD not installed, a grant missing): its checks
+see none of it. The node checks that read every pod (`non-gpu-pods-on-gpu-nodes`) are left to the
+command: the cluster role keeps no view of all pods for them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from exporter.audit import live, measured, run
+from exporter.audit.base import Measured
+from exporter.audit.model import Workload
+from exporter.catalogue import audit as spec
+from exporter.collect import CollectorUnavailable
+from exporter.exposition import Family
+from exporter.replicas.startup import BUCKETS, Histogram
+from exporter.sources.kube import Reflector, Reflectors
+
+REQUIRED = ("deployments", "statefulsets")
+Histograms = Callable[[], Mapping[tuple[str, str, str], Histogram]]
+
+
+def measured_lookup(histograms: Mapping[tuple[str, str, str], Histogram]) -> Callable[[Workload], Measured]:
+    """Each workload's cold start (p90 of each phase, summed) and start (p90 of `starting`), as seen here."""
+    cold: dict[tuple[str, str], float] = {}
+    starting: dict[tuple[str, str], float] = {}
+    for (namespace, workload, phase), h in histograms.items():
+        p90 = measured.bucket_quantile(0.9, BUCKETS, h.buckets, h.count)
+        if p90 is None:
+            continue
+        cold[(namespace, workload)] = cold.get((namespace, workload), 0.0) + p90
+        if phase == "starting":
+            starting[(namespace, workload)] = p90
+    return lambda w: Measured(cold.get((w.namespace, w.name)), starting.get((w.namespace, w.name)))
+
+
+def check_family(findings: Iterable[run.Finding]) -> Family:
+    family = Family(spec.CHECK_FAILING)
+    for f in findings:
+        if f.outcome.status in ("fail", "pass"):
+            w = f.workload
+            family.add(
+                (w.namespace, w.name, w.kind, f.check.id, f.check.severity), 1.0 if f.outcome.status == "fail" else 0.0
+            )
+    return family
+
+
+class AuditCollector:
+    name = "audit"
+
+    def __init__(
+        self, reflectors: Mapping[str, Reflector[dict[str, Any]]], histograms: Histograms | None = None
+    ) -> None:
+        self._dirty = threading.Event()
+        self._reflectors = Reflectors(reflectors)
+        self._histograms = histograms
+        self._lock = threading.Lock()
+        self._family: Family | None = None
+        self._cold_starts: dict[tuple[str, str, str], int] = {}
+
+    @classmethod
+    def from_api(cls, api: Any, histograms: Histograms | None = None, **options: Any) -> AuditCollector:
+        collector = cls({}, histograms)
+        collector._reflectors = live.reflectors(api, on_event=collector._dirty.set, **options)
+        return collector
+
+    def mark_dirty(self) -> None:
+        self._dirty.set()
+
+    def start(self) -> None:
+        self._reflectors.start()
+
+    def close(self) -> None:
+        self._reflectors.stop()
+
+    def ready(self) -> bool:
+        return all(self._reflectors[name].synced() for name in REQUIRED if name in self._reflectors)
+
+    def collect(self) -> Iterable[Family]:
+        if not self.ready():
+            raise CollectorUnavailable("waiting for the first full list of deployments and statefulsets")
+        histograms = dict(self._histograms()) if self._histograms is not None else {}
+        counts = {k: h.count for k, h in histograms.items()}
+        with self._lock:
+            if self._family is None or self._dirty.is_set() or counts != self._cold_starts:
+                self._dirty.clear()  # before reading: an event during the computation marks it again
+                self._cold_starts = counts
+                inv = live.collect(self._reflectors)
+                findings = run.audit(run.engines(inv.workloads), inv.around, measured_lookup(histograms))
+                self._family = check_family(findings)
+            return [self._family]
