@@ -44,6 +44,8 @@ CONTRACT = [
     "LLMGPULost",
     "LLMExporterCollectorFailing",
     "LLMExporterDown",
+    "LLMWorkloadCheckFailing",
+    "LLMWorkloadCheckAdvisory",
 ]
 
 

@@ -96,5 +96,5 @@ def test_a_value_that_is_not_an_absolute_http_url_fails(value: str) -> None:
 
 def test_an_http_url_is_accepted_too() -> None:
     alerts = rules_of(rendered_spec("prometheusRule.runbookUrl=http://wiki.internal/llm/runbook"), "alert")
-    assert alerts[-1]["alert"] == "LLMExporterDown"
-    assert alerts[-1]["annotations"]["runbook_url"] == "http://wiki.internal/llm/runbook#llmexporterdown"
+    (down,) = [a for a in alerts if a["alert"] == "LLMExporterDown"]
+    assert down["annotations"]["runbook_url"] == "http://wiki.internal/llm/runbook#llmexporterdown"

@@ -1,0 +1,165 @@
+"""The audit against a real control plane: engine Deployments with the objects around them (a ScaledObject of
+the published KEDA CRD with the HPA its operator builds for it, a CPU HPA, a PodDisruptionBudget, a Service,
+an Ingress, an InferencePool of the published CRD) on a kwok GPU node. The cluster role's
+`llm_workload_check_failing` follows the objects as they change (a node tainted, a PDB added), its cooldown
+threshold is the start-up it measured, and the command reads the same cluster through the same checks."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from exporter.audit import cli
+from exporter.config import Cluster, Routes
+from exporter.engines import parser
+from exporter.exposition import render
+from exporter.replicas.engine_pods import build_engine_pod_collectors
+from tests.audit import objects as o
+from tests.kubecluster import Cluster as ControlPlane
+from tests.kubecluster import wait_for
+from tests.watchdog.test_watchdog_e2e import install_keda_crds
+
+NODE = "audit-gpu"
+POOL_CRD = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "inference-extension"
+    / ("inference.networking.k8s.io_inferencepools.yaml")
+)
+ON_POOL: dict[str, Any] = {"nodeSelector": {"pool": "audit"}}
+SCRAPE = {"llm-exporter.io/scrape": "true"}  # the cluster role's engine-pod watch measures these start-ups
+
+
+def engine(ns: str, name: str) -> dict[str, Any]:
+    obj = o.engine(name, ns, **ON_POOL)
+    obj["spec"]["template"]["metadata"]["annotations"] = SCRAPE
+    return obj
+
+
+def keda_hpa(ns: str, so: dict[str, Any]) -> dict[str, Any]:
+    """The HPA KEDA's operator makes for a ScaledObject: keda-hpa-<name>, owned by it, its window copied."""
+    name = so["metadata"]["name"]
+    owner = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "name": name,
+             "uid": so["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    labels = {"app.kubernetes.io/name": f"keda-hpa-{name}", "app.kubernetes.io/part-of": name,
+              "app.kubernetes.io/managed-by": "keda-operator", "scaledobject.keda.sh/name": name}  # fmt: skip
+    spec = so["spec"]
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": f"keda-hpa-{name}", "namespace": ns, "labels": labels, "ownerReferences": [owner]},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": spec["scaleTargetRef"]["name"]},
+            "minReplicas": max(1, spec["minReplicaCount"]),
+            "maxReplicas": spec["maxReplicaCount"],
+            "metrics": [{"type": "External", "external": {
+                "metric": {"name": "s0-prometheus", "selector": {"matchLabels": {"scaledobject.keda.sh/name": name}}},
+                "target": {"type": "AverageValue", "averageValue": spec["triggers"][0]["metadata"]["threshold"]}}}],
+            **({"behavior": spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]}
+               if spec.get("advanced") else {}),
+        },
+    }  # fmt: skip
+
+
+def failing(text: str, ns: str) -> dict[str, float]:
+    found = parser.parse(text, {"llm_workload_check_failing"}, "").samples.get("llm_workload_check_failing", [])
+    return {
+        f"{labels['workload']}/{labels['check']}": value
+        for labels, value in ((dict(pairs), value) for pairs, value in found)
+        if labels["namespace"] == ns
+    }
+
+
+def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane) -> None:
+    cluster = kube_cluster
+    install_keda_crds(cluster)
+    cluster.apply(yaml.safe_load(POOL_CRD.read_text(encoding="utf-8")))
+    wait_for(lambda: cluster.request("GET", "/apis/inference.networking.k8s.io/v1/inferencepools")[0] == 200, 60,
+             "InferencePools served")  # fmt: skip
+    cluster.add_node(NODE, capacity={"nvidia.com/gpu": "4"}, labels={"pool": "audit"})
+    ns = cluster.namespace("audit")
+    replicas, audit = build_engine_pod_collectors(Cluster(routes=Routes(enabled=False)), str(cluster.admin_kubeconfig))
+    assert audit.name == "audit"
+    replicas.start()
+    audit.start()
+    so_path = f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects/chat"
+    try:
+        wait_for(lambda: replicas.ready() and audit.ready(), 60, "the first lists")
+        wait_for(lambda: cluster.node_ready(NODE), 120, "the kwok node Ready")
+        # chat: everything the write-ups ask for, but a scale-down window of 120 s (< 600 s, the default cold start)
+        cluster.apply(engine(ns, "chat"))
+        window = {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 120}}}}
+        so = cluster.apply(o.scaledobject("chat", ns, advanced=window))
+        cluster.apply(keda_hpa(ns, so))
+        for obj in (o.pdb("chat", ns), o.service("chat", ns), o.inference_pool("chat", ns),
+                    o.ingress("chat", ns, {"nginx.ingress.kubernetes.io/proxy-read-timeout": "3600"})):  # fmt: skip
+            cluster.apply(obj)
+        # batch: one replica on CPU utilisation, no PodDisruptionBudget
+        cluster.apply(engine(ns, "batch"))
+        cluster.apply(o.hpa("batch", ns, minReplicas=1, maxReplicas=1))
+        # a web front end: no engine, not audited
+        web = o.engine("web", ns, image="nginx:1.27", args=(), gpus=0, **ON_POOL)
+        cluster.apply(web)
+
+        def scrape() -> dict[str, float]:
+            replicas.collect()  # the start-up tracker reads the pods on each scrape
+            return failing(render(audit.collect()), ns)
+
+        def seen() -> bool:
+            found = scrape()
+            return found.get("batch/no-pdb") == 1 and found.get("chat/gpu-nodes-untainted") == 1
+
+        wait_for(seen, 60, "both engines audited")
+        found = scrape()
+        assert {k for k in found if k.startswith("web/")} == set()
+        # chat's cooldown depends on whether its start-ups were measured yet (below)
+        assert {k for k, v in found.items() if v == 1} - {"chat/autoscaler-cooldown-short"} == {
+            "chat/gpu-nodes-untainted",  # the kwok GPU node has no taint yet
+            "batch/gpu-nodes-untainted",
+            "batch/autoscaler-utilization-signal",  # CPU
+            "batch/autoscaler-cooldown-short",  # the HPA's default 300 s window < 600 s
+            "batch/no-pdb",
+        }
+        assert "batch/round-robin-routing" not in found  # one replica at most: n/a, so absent
+        assert "chat/keda-null-as-zero" in found
+        assert "batch/keda-null-as-zero" not in found  # n/a: no ScaledObject
+        assert "chat/non-gpu-pods-on-gpu-nodes" not in found  # left to the command
+        assert found["chat/autoscaler-scale-to-zero"] == 0 and found["chat/round-robin-routing"] == 0
+
+        # the cold start measured from the replicas' own start-up (seconds on kwok) replaces the default
+        wait_for(lambda: scrape().get("chat/autoscaler-cooldown-short") == 0, 120, "the measured start-up")
+
+        # a taint on the GPU node and a PDB for batch: the next scrape has them, no restart needed
+        node = cluster.must("GET", f"/api/v1/nodes/{NODE}")
+        node["spec"]["taints"] = [*(node["spec"].get("taints") or []), o.GPU_TAINT]
+        cluster.must("PUT", f"/api/v1/nodes/{NODE}", node)
+        cluster.apply(o.pdb("batch", ns))
+        wait_for(lambda: scrape().get("batch/no-pdb") == 0, 60, "the new PDB seen")
+        wait_for(lambda: scrape().get("chat/gpu-nodes-untainted") == 0, 60, "the taint seen")
+
+        # the command on the same cluster: the same checks, and the pods' view for non-gpu-pods-on-gpu-nodes
+        args = argparse.Namespace(files=[], kubeconfig=str(cluster.admin_kubeconfig), namespace=ns, prometheus=None,
+                                  window="7d", timeout=60.0, output="json", verbose=False)  # fmt: skip
+        out, err = io.StringIO(), io.StringIO()
+        rc = cli.run(args, out, err)
+        records = {f"{r['name']}/{r['check']}": r for r in json.loads(out.getvalue())}
+        assert rc == 1, err.getvalue()
+        assert {k for k, r in records.items() if r["status"] == "fail"} == {
+            "batch/autoscaler-utilization-signal", "batch/autoscaler-cooldown-short",
+            "chat/autoscaler-cooldown-short",  # the command has no Prometheus here: the 600 s default
+        }  # fmt: skip
+        assert records["chat/non-gpu-pods-on-gpu-nodes"]["status"] == "pass"
+        assert records["chat/autoscaler-cooldown-short"]["threshold_source"] == "default"
+        assert {r["name"] for r in records.values()} == {"chat", "batch"}
+    finally:
+        audit.close()
+        replicas.close()
+        cluster.must("DELETE", so_path, ok=(200, 202, 404))
+        wait_for(lambda: cluster.request("GET", so_path)[0] == 404, 60, "the ScaledObject deleted")
+        cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
+        cluster.delete_nodes([NODE])
