@@ -35,8 +35,8 @@ ON_POOL: dict[str, Any] = {"nodeSelector": {"pool": "audit"}}
 SCRAPE = {"llm-exporter.io/scrape": "true"}  # the cluster role's engine-pod watch measures these start-ups
 
 
-def engine(ns: str, name: str) -> dict[str, Any]:
-    obj = o.engine(name, ns, **ON_POOL)
+def engine(ns: str, name: str, replicas: int = 2) -> dict[str, Any]:
+    obj = o.engine(name, ns, replicas=replicas, **ON_POOL)
     obj["spec"]["template"]["metadata"]["annotations"] = SCRAPE
     return obj
 
@@ -92,7 +92,7 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         wait_for(lambda: replicas.ready() and audit.ready(), 60, "the first lists")
         wait_for(lambda: cluster.node_ready(NODE), 120, "the kwok node Ready")
         # chat: everything the write-ups ask for, but a scale-down window of 120 s (< 600 s, the default cold start)
-        cluster.apply(engine(ns, "chat"))
+        cluster.apply(engine(ns, "chat", replicas=0))  # no replica started yet: nothing measured
         window = {"horizontalPodAutoscalerConfig": {"behavior": {"scaleDown": {"stabilizationWindowSeconds": 120}}}}
         so = cluster.apply(o.scaledobject("chat", ns, advanced=window))
         cluster.apply(keda_hpa(ns, so))
@@ -117,12 +117,12 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         wait_for(seen, 60, "both engines audited")
         found = scrape()
         assert {k for k in found if k.startswith("web/")} == set()
-        # chat's cooldown depends on whether its start-ups were measured yet (below)
-        assert {k for k, v in found.items() if v == 1} - {"chat/autoscaler-cooldown-short"} == {
+        # batch's cooldown depends on whether its start-ups were measured yet (kwok starts pods in seconds)
+        assert {k for k, v in found.items() if v == 1} - {"batch/autoscaler-cooldown-short"} == {
             "chat/gpu-nodes-untainted",  # the kwok GPU node has no taint yet
+            "chat/autoscaler-cooldown-short",  # nothing measured: 120 s < the 600 s default
             "batch/gpu-nodes-untainted",
             "batch/autoscaler-utilization-signal",  # CPU
-            "batch/autoscaler-cooldown-short",  # the HPA's default 300 s window < 600 s
             "batch/no-pdb",
         }
         assert "batch/round-robin-routing" not in found  # one replica at most: n/a, so absent
@@ -131,8 +131,11 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         assert "chat/non-gpu-pods-on-gpu-nodes" not in found  # left to the command
         assert found["chat/autoscaler-scale-to-zero"] == 0 and found["chat/round-robin-routing"] == 0
 
-        # the cold start measured from the replicas' own start-up (seconds on kwok) replaces the default
+        # chat's replicas start: the cold start measured from their own start-up (seconds on kwok) replaces the
+        # default, and the 120 s window (batch: the HPA's default 300 s) is long enough for it
+        cluster.apply(engine(ns, "chat"))
         wait_for(lambda: scrape().get("chat/autoscaler-cooldown-short") == 0, 120, "the measured start-up")
+        assert scrape()["batch/autoscaler-cooldown-short"] == 0
 
         # a taint on the GPU node and a PDB for batch: the next scrape has them, no restart needed
         node = cluster.must("GET", f"/api/v1/nodes/{NODE}")
@@ -152,8 +155,11 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         assert {k for k, r in records.items() if r["status"] == "fail"} == {
             "batch/autoscaler-utilization-signal", "batch/autoscaler-cooldown-short",
             "chat/autoscaler-cooldown-short",  # the command has no Prometheus here: the 600 s default
+            # web's two pods, placed on the GPU node before its taint (NoSchedule evicts nothing), ask for no GPU
+            "chat/non-gpu-pods-on-gpu-nodes", "batch/non-gpu-pods-on-gpu-nodes",
         }  # fmt: skip
-        assert records["chat/non-gpu-pods-on-gpu-nodes"]["status"] == "pass"
+        detail = records["chat/non-gpu-pods-on-gpu-nodes"]["detail"]
+        assert detail.startswith("2 pod(s) without a GPU request: ") and detail.count(f"{ns}/web-") == 2
         assert records["chat/autoscaler-cooldown-short"]["threshold_source"] == "default"
         assert {r["name"] for r in records.values()} == {"chat", "batch"}
     finally:
