@@ -105,10 +105,15 @@ class Routes:
     enabled: bool = True
     ingress_default_timeout_seconds: float = 60.0  # ingress-nginx's proxy-read-timeout when unset
     httproute_default_timeout_seconds: float = 0.0  # implementation-specific when unset; 0: no series
+    openshift_route_default_timeout_seconds: float = 30.0  # the OpenShift router's timeout when unset
 
     def validate(self) -> list[str]:
         errors = []
-        for name in ("ingress_default_timeout_seconds", "httproute_default_timeout_seconds"):
+        for name in (
+            "ingress_default_timeout_seconds",
+            "httproute_default_timeout_seconds",
+            "openshift_route_default_timeout_seconds",
+        ):
             if not 0 <= getattr(self, name) <= 86400:  # also false for NaN
                 errors.append(f"{name}: must be in [0, 86400] (0: no default)")
         return errors

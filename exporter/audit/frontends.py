@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 
 from exporter.audit.model import Frontend, duration_seconds
+from exporter.routes.model import OPENSHIFT_DEFAULT_TIMEOUT_SECONDS, haproxy_timeout
 
 ROUTE_TIMEOUT = "haproxy.router.openshift.io/timeout"
-ROUTE_DEFAULT_SECONDS = 30.0
+ROUTE_DEFAULT_SECONDS = OPENSHIFT_DEFAULT_TIMEOUT_SECONDS
 NGINX_DEFAULT_SECONDS = 60.0
 ALB_DEFAULT_SECONDS = 60.0
 
@@ -39,14 +40,15 @@ def controller(f: Frontend) -> str:
 
 
 def route_timeout_seconds(annotations: dict[str, str]) -> float | None:
-    """HAProxy's timeout annotation: a number with a unit (`5m`, `300s`), bare numbers in milliseconds."""
+    """HAProxy's timeout annotation: a number with a unit (`5m`, `300s`), bare numbers in milliseconds; the
+    router's default when unset or malformed (it ignores a value it cannot read)."""
     text = annotations.get(ROUTE_TIMEOUT)
     if text is None:
         return ROUTE_DEFAULT_SECONDS
-    value = text.strip()
-    if value.isdigit():
-        return int(value) / 1000
-    return duration_seconds(value)
+    try:
+        return haproxy_timeout(text)
+    except ValueError:
+        return ROUTE_DEFAULT_SECONDS
 
 
 def read_timeout(f: Frontend) -> tuple[float | None, bool]:

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from exporter.audit import cli
-from exporter.config import Cluster, Routes
+from exporter.config import Cluster
 from exporter.engines import parser
 from exporter.exposition import render
 from exporter.replicas.engine_pods import build_engine_pod_collectors
@@ -31,6 +31,7 @@ POOL_CRD = (
     / "inference-extension"
     / ("inference.networking.k8s.io_inferencepools.yaml")
 )
+ROUTE_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "openshift" / "routes.crd.yaml"
 ON_POOL: dict[str, Any] = {"nodeSelector": {"pool": "audit"}}
 SCRAPE = {"llm-exporter.io/scrape": "true"}  # the cluster role's engine-pod watch measures these start-ups
 
@@ -83,13 +84,15 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
              "InferencePools served")  # fmt: skip
     cluster.add_node(NODE, capacity={"nvidia.com/gpu": "4"}, labels={"pool": "audit"})
     ns = cluster.namespace("audit")
-    replicas, audit = build_engine_pod_collectors(Cluster(routes=Routes(enabled=False)), str(cluster.admin_kubeconfig))
-    assert audit.name == "audit"
-    replicas.start()
-    audit.start()
+    cluster.apply(yaml.safe_load(ROUTE_CRD.read_text(encoding="utf-8")))
+    wait_for(lambda: cluster.request("GET", "/apis/route.openshift.io/v1/routes")[0] == 200, 60, "Routes served")
+    routes, replicas, audit = build_engine_pod_collectors(Cluster(), str(cluster.admin_kubeconfig))
+    assert (routes.name, replicas.name, audit.name) == ("routes", "replicas", "audit")
+    for collector in (routes, replicas, audit):
+        collector.start()
     so_path = f"/apis/keda.sh/v1alpha1/namespaces/{ns}/scaledobjects/chat"
     try:
-        wait_for(lambda: replicas.ready() and audit.ready(), 60, "the first lists")
+        wait_for(lambda: routes.ready() and replicas.ready() and audit.ready(), 60, "the first lists")
         wait_for(lambda: cluster.node_ready(NODE), 120, "the kwok node Ready")
         # chat: everything the write-ups ask for, but a scale-down window of 120 s (< 600 s, the default cold start)
         cluster.apply(engine(ns, "chat", replicas=0))  # no replica started yet: nothing measured
@@ -145,6 +148,22 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         wait_for(lambda: scrape().get("batch/no-pdb") == 0, 60, "the new PDB seen")
         wait_for(lambda: scrape().get("chat/gpu-nodes-untainted") == 0, 60, "the taint seen")
 
+        # an OpenShift Route of the published CRD to chat's Service: HAProxy's default 30 s cuts generations,
+        # for the audit and for the routes collector; the annotation lifts it
+        to = {"kind": "Service", "name": "chat", "weight": 100}
+        route: dict[str, Any] = {"apiVersion": "route.openshift.io/v1", "kind": "Route",
+                                 "metadata": {"name": "chat", "namespace": ns},
+                                 "spec": {"host": "chat.apps.example.com", "to": to}}  # fmt: skip
+        cluster.apply(route)
+        wait_for(lambda: scrape().get("chat/ingress-timeout-short") == 1, 60, "the Route's default timeout")
+        timeouts = f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Route",source="default"}} 30'
+        assert timeouts in render(routes.collect()).splitlines()
+        route["metadata"]["annotations"] = {"haproxy.router.openshift.io/timeout": "10m"}
+        cluster.apply(route)
+        wait_for(lambda: scrape().get("chat/ingress-timeout-short") == 0, 60, "the Route's annotated timeout")
+        timeouts = f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Route",source="annotation"}} 600'
+        assert timeouts in render(routes.collect()).splitlines()
+
         # the command on the same cluster: the same checks, and the pods' view for non-gpu-pods-on-gpu-nodes
         args = argparse.Namespace(files=[], kubeconfig=str(cluster.admin_kubeconfig), namespace=ns, prometheus=None,
                                   window="7d", timeout=60.0, output="json", verbose=False)  # fmt: skip
@@ -163,8 +182,8 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         assert records["chat/autoscaler-cooldown-short"]["threshold_source"] == "default"
         assert {r["name"] for r in records.values()} == {"chat", "batch"}
     finally:
-        audit.close()
-        replicas.close()
+        for collector in (routes, replicas, audit):
+            collector.close()
         cluster.must("DELETE", so_path, ok=(200, 202, 404))
         wait_for(lambda: cluster.request("GET", so_path)[0] == 404, 60, "the ScaledObject deleted")
         cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
