@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from exporter.audit.base import Check, Measured, Outcome, Subject, na
+from exporter.audit.base import Check, Measured, Outcome, Subject, na, unknown
 from exporter.audit.checks import CHECKS
 from exporter.audit.model import Surroundings, Workload
 from exporter.audit.recognise import container_engine, engine_container
@@ -59,10 +59,20 @@ def audit_workload(
     opted_out = skipped(w)
     return [
         Finding(
-            w, check, na(f"skipped by {SKIP_ANNOTATION}") if check.id in opted_out else check.evaluate(subject, around)
+            w,
+            check,
+            na(f"skipped by {SKIP_ANNOTATION}") if check.id in opted_out else _evaluate(check, subject, around),
         )
         for check in checks
     ]
+
+
+def _evaluate(check: Check, subject: Subject, around: Surroundings) -> Outcome:
+    """The check's outcome; an object shaped as no check expected makes that one check unknown, not the audit."""
+    try:
+        return check.evaluate(subject, around)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        return unknown(f"cannot evaluate: {type(exc).__name__}: {exc}")
 
 
 def audit(

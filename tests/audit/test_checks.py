@@ -244,3 +244,19 @@ def test_every_check_is_documented() -> None:
         assert check.reason.endswith(".") and check.fix.endswith((".", ")"))
         assert check.severity in ("warning", "info")
     assert BY_ID["fixed-replicas"].severity == "info"
+
+
+def test_a_check_that_cannot_read_an_object_is_unknown_alone() -> None:
+    from exporter.audit.base import Check, Outcome, Subject
+
+    def broken(subject: Subject, around: model.Surroundings) -> Outcome:
+        return BY_ID["no-pdb"].evaluate(subject, None)  # type: ignore[arg-type]
+
+    inv = inventory.build(healthy())
+    (w,) = engines(inv.workloads)
+    odd = Check("odd", "warning", "Reason.", "Fix.", (), broken)
+    (finding,) = audit_workload(w, inv.around, NOTHING, checks=[odd])
+    assert (finding.outcome.status, finding.outcome.detail) == (
+        "unknown",
+        "cannot evaluate: AttributeError: 'NoneType' object has no attribute 'pdbs'",
+    )

@@ -130,3 +130,19 @@ def test_the_keda_example_passes_beside_an_engine(tmp_path: Path) -> None:
 def test_manifests_refuse_live_options(tmp_path: Path) -> None:
     rc, _, err = audit("-f", str(tmp_path), "--prometheus", "http://localhost:9090")
     assert rc == 2 and "--prometheus and --kubeconfig are for a live cluster" in err
+
+
+def test_live_without_a_configuration_or_a_reachable_cluster(tmp_path: Path) -> None:
+    rc, out, err = audit("--kubeconfig", str(tmp_path / "missing"))
+    assert (rc, out) == (2, "")
+    assert err.startswith(f"audit: no Kubernetes configuration ({tmp_path / 'missing'})")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    rc, out, err = audit("--kubeconfig", str(kubeconfig), "--timeout", "1")
+    assert (rc, out) == (2, "")
+    assert err.startswith("audit: the cluster did not list deployments, statefulsets,") and "within 1 s" in err
