@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 # Extended resources that are accelerators (a whole device or a share of one)
@@ -255,6 +255,7 @@ class Workload:
 
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
 def _meta(obj: Mapping[str, Any], default_namespace: str) -> tuple[str, str, dict[str, str], dict[str, str]]:
@@ -277,7 +278,10 @@ def workload(obj: Mapping[str, Any], default_namespace: str = "default", source:
     if kind == "LeaderWorkerSet":
         lws = _dict(spec.get("leaderWorkerTemplate"))
         templates = [t for t in (lws.get("leaderTemplate"), lws.get("workerTemplate")) if isinstance(t, dict)]
-        pods = tuple(pod_template(t) for t in templates)
+        # the LeaderWorkerSet controller labels every pod of the set with its name (Services select on it)
+        pods = tuple(
+            replace(p, labels={**p.labels, LWS_NAME_LABEL: name}) for p in (pod_template(t) for t in templates)
+        )
     else:
         pods = (pod_template(spec.get("template")),)
     if not pods:

@@ -78,8 +78,38 @@ EXPECTED: dict[str, dict[str, dict[str, str]]] = {
             "no-startup-probe": "pass",  # no liveness probe
             "no-gpu-toleration": "unknown",
             "time-slicing-user-facing": "unknown",
-            "round-robin-routing": "unknown",  # its Service selects labels the LWS controller adds to the pods
+            "round-robin-routing": "fail",  # 2 groups behind a Service (on the name label the LWS controller adds)
             "context-oversized": "fail",
+        }
+    },
+    # GKE's multi-host guide: one LeaderWorkerSet group (2 × 8 GPUs) and an HPA on vLLM's queue (via Managed
+    # Prometheus) that may add a second
+    "gke-lws-vllm-hpa": {
+        "default/LeaderWorkerSet/vllm": {
+            **NO_FRONTEND, **NA_MANIFEST, **NO_DRAIN,
+            "autoscaler-utilization-signal": "pass",  # vllm:num_requests_waiting, the queue
+            "autoscaler-scale-to-zero": "pass",
+            "autoscaler-cooldown-short": "fail",  # the HPA's default 300 s window
+            "keda-null-as-zero": "n/a",
+            "fixed-replicas": "pass",
+            "no-readiness-probe": "pass",
+            "no-startup-probe": "pass",
+            "no-gpu-toleration": "unknown",
+            "time-slicing-user-facing": "unknown",
+            "round-robin-routing": "fail",  # up to 2 groups behind the leader Service
+            "context-oversized": "fail",
+        }
+    },
+    # GKE's multi-GPU guide: TGI with Llama 3 70B on two L4s, its input capped at 2048 tokens
+    "gke-tgi-llama3-70b": {
+        "default/Deployment/llm": {
+            **NO_AUTOSCALER, **NO_FRONTEND, **NA_MANIFEST, **NO_DRAIN,
+            "no-readiness-probe": "fail",
+            "no-startup-probe": "pass",
+            "no-gpu-toleration": "unknown",
+            "time-slicing-user-facing": "unknown",
+            "round-robin-routing": "n/a",
+            "context-oversized": "pass",  # MAX_INPUT_TOKENS 2048
         }
     },
 }  # fmt: skip

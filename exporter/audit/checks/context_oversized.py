@@ -11,7 +11,11 @@ from exporter.audit.model import Container, Surroundings
 _FLAGS = {
     "vllm": (("--max-model-len", "--max_model_len"), ("VLLM_MAX_MODEL_LEN",)),
     "sglang": (("--context-length",), ()),
-    "tgi": (("--max-total-tokens",), ("MAX_TOTAL_TOKENS",)),
+    # TGI: the total tokens, or the input cap the product chose (either one says the context was sized)
+    "tgi": (
+        ("--max-total-tokens", "--max-input-tokens", "--max-input-length"),
+        ("MAX_TOTAL_TOKENS", "MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH"),
+    ),
     "llamacpp": (("-c", "--ctx-size"), ("LLAMA_ARG_CTX_SIZE",)),
     "lmdeploy": (("--session-len",), ()),
     "trtllm": (("--max_seq_len", "--max-seq-len"), ()),
