@@ -16,6 +16,7 @@ from typing import Any
 from exporter.audit import live, measured, run
 from exporter.audit.base import Measured
 from exporter.audit.model import Workload
+from exporter.audit.recognise import DEFAULT, Recognition
 from exporter.catalogue import audit as spec
 from exporter.collect import CollectorUnavailable
 from exporter.exposition import Family
@@ -55,8 +56,12 @@ class AuditCollector:
     name = "audit"
 
     def __init__(
-        self, reflectors: Mapping[str, Reflector[dict[str, Any]]], histograms: Histograms | None = None
+        self,
+        reflectors: Mapping[str, Reflector[dict[str, Any]]],
+        histograms: Histograms | None = None,
+        how: Recognition = DEFAULT,
     ) -> None:
+        self._how = how
         self._dirty = threading.Event()
         self._reflectors = Reflectors(reflectors)
         self._histograms = histograms
@@ -65,8 +70,10 @@ class AuditCollector:
         self._cold_starts: dict[tuple[str, str, str], int] = {}
 
     @classmethod
-    def from_api(cls, api: Any, histograms: Histograms | None = None, **options: Any) -> AuditCollector:
-        collector = cls({}, histograms)
+    def from_api(
+        cls, api: Any, histograms: Histograms | None = None, how: Recognition = DEFAULT, **options: Any
+    ) -> AuditCollector:
+        collector = cls({}, histograms, how)
         collector._reflectors = live.reflectors(api, on_event=collector._dirty.set, **options)
         return collector
 
@@ -92,6 +99,7 @@ class AuditCollector:
                 self._dirty.clear()  # before reading: an event during the computation marks it again
                 self._cold_starts = counts
                 inv = live.collect(self._reflectors)
-                findings = run.audit(run.engines(inv.workloads), inv.around, measured_lookup(histograms))
+                engines = run.engines(inv.workloads, self._how)
+                findings = run.audit(engines, inv.around, measured_lookup(histograms), self._how)
                 self._family = check_family(findings)
             return [self._family]

@@ -406,6 +406,35 @@ class Selector:
         return True
 
 
+_SET_TERM = re.compile(r"^\s*([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
+
+
+def parse_label_selector(text: str) -> Selector:
+    """A label selector as `kubectl -l` writes it: `a=b,c!=d,e in (f,g),h notin (i),j,!k`; ValueError if bad."""
+    labels: dict[str, str] = {}
+    expressions: list[tuple[str, str, tuple[str, ...]]] = []
+    for raw in re.split(r",(?![^()]*\))", text):
+        term = raw.strip()
+        if not term:
+            continue
+        if found := _SET_TERM.match(term):
+            values = tuple(v.strip() for v in found.group(3).split(",") if v.strip())
+            expressions.append((found.group(1), "In" if found.group(2) == "in" else "NotIn", values))
+        elif "!=" in term:
+            key, value = (p.strip() for p in term.split("!=", 1))
+            expressions.append((key, "NotIn", (value,)))
+        elif "=" in term:
+            key, value = (p.strip() for p in term.replace("==", "=").split("=", 1))
+            labels[key] = value
+        elif term.startswith("!"):
+            expressions.append((term[1:].strip(), "DoesNotExist", ()))
+        elif re.fullmatch(r"[\w./-]+", term):
+            expressions.append((term, "Exists", ()))
+        else:
+            raise ValueError(f"not a label selector term: {term!r}")
+    return Selector(labels, tuple(expressions))
+
+
 def label_selector(obj: Any) -> Selector:
     raw = _dict(obj)
     expressions = tuple(

@@ -3,8 +3,10 @@
 A workload is an engine workload when one of its pod's containers is an engine and is not a router:
 
 1. the opt-in annotation `llm-exporter.io/scrape: "true"` on the pod template or the workload (the one the
-   node role's discovery scrapes by) makes it one; `"false"` makes it none, whatever else it looks like;
-2. an engine's own pod labels: llm-d's `llm-d.ai/inferenceServing: "true"`, AIBrix's `model.aibrix.ai/name`;
+   node role's discovery scrapes by; `cluster.engine_annotation_prefix` sets another prefix) makes it one;
+   `"false"` makes it none, whatever else it looks like;
+2. an engine's own pod labels: llm-d's `llm-d.ai/inferenceServing: "true"`, AIBrix's `model.aibrix.ai/name`,
+   and the pods `cluster.engine_label_selector` selects, as the cluster role's engine-pod watch does;
 3. the command and arguments: `vllm serve`, `vllm.entrypoints.openai.api_server`, `sglang.launch_server`,
    `text-generation-launcher`, `llama-server`, `lmdeploy serve`, `trtllm-serve` (also inside `sh -c "…"`);
 4. the image: its repository path split into words (`/`, `-`, `_`, `.`) contains an engine's word
@@ -25,10 +27,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from exporter.audit.model import Container, Workload
+from exporter.audit.model import Container, Selector, Workload
 
 SCRAPE_ANNOTATION = "llm-exporter.io/scrape"
+
+
+@dataclass(frozen=True)
+class Recognition:
+    """How the cluster role finds engine pods (`cluster.engine_annotation_prefix`, `engine_label_selector`):
+    the audit counts those workloads as engines too."""
+
+    annotation: str = SCRAPE_ANNOTATION
+    selector: Selector | None = None
+
+
+DEFAULT = Recognition()
 
 _PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\$\{[^}]*\}|\$\([^)]*\)|<[^>]*>")
 _ENGINE_WORDS = {
@@ -93,30 +108,34 @@ def container_engine(c: Container) -> str | None:
     return next((name for name, _ in c.ports if name in _PORT_NAMES), None)
 
 
-def _opted(annotations: Mapping[str, str]) -> bool | None:
-    value = annotations.get(SCRAPE_ANNOTATION)
+def _opted(annotations: Mapping[str, str], key: str) -> bool | None:
+    value = annotations.get(key)
     return None if value is None else value.strip().lower() == "true"
 
 
-def engine_container(w: Workload) -> Container | None:
+def engine_container(w: Workload, how: Recognition = DEFAULT) -> Container | None:
     """The engine container of an engine workload (the first one found), None when `w` is not one."""
-    opted = _opted(w.pod.annotations)
+    opted = _opted(w.pod.annotations, how.annotation)
     if opted is None:
-        opted = _opted(w.annotations)
+        opted = _opted(w.annotations, how.annotation)
     if opted is False:
         return None
     containers = [c for pod in w.pods for c in pod.containers]
     for c in containers:
         if container_engine(c):
             return c
-    labelled = w.pod.labels.get("llm-d.ai/inferenceServing") == "true" or "model.aibrix.ai/name" in w.pod.labels
+    labelled = (
+        w.pod.labels.get("llm-d.ai/inferenceServing") == "true"
+        or "model.aibrix.ai/name" in w.pod.labels
+        or (how.selector is not None and how.selector.matches(w.pod.labels))
+    )
     if opted or labelled:
         serving = [c for c in containers if not is_router(c)]
         return serving[0] if serving else None
     return None
 
 
-def engine_of(w: Workload) -> str:
+def engine_of(w: Workload, how: Recognition = DEFAULT) -> str:
     """The engine's name (`vllm`, `sglang`, ...), "" when only the annotation or a label said it is one."""
-    c = engine_container(w)
+    c = engine_container(w, how)
     return (container_engine(c) or "") if c else ""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from exporter.audit.base import Check, Measured, Outcome, Subject, na, unknown
 from exporter.audit.checks import CHECKS
 from exporter.audit.model import Surroundings, Workload
-from exporter.audit.recognise import container_engine, engine_container
+from exporter.audit.recognise import DEFAULT, Recognition, container_engine, engine_container
 
 NOTHING_MEASURED = Measured()
 SKIP_ANNOTATION = "llm-exporter.io/audit-skip"
@@ -44,15 +44,19 @@ def skipped(w: Workload) -> set[str]:
     return {part.strip() for part in text.split(",") if part.strip()}
 
 
-def engines(workloads: Iterable[Workload]) -> list[Workload]:
-    return [w for w in workloads if engine_container(w) is not None]
+def engines(workloads: Iterable[Workload], how: Recognition = DEFAULT) -> list[Workload]:
+    return [w for w in workloads if engine_container(w, how) is not None]
 
 
 def audit_workload(
-    w: Workload, around: Surroundings, measured: Measured = NOTHING_MEASURED, checks: Sequence[Check] = CHECKS
+    w: Workload,
+    around: Surroundings,
+    measured: Measured = NOTHING_MEASURED,
+    checks: Sequence[Check] = CHECKS,
+    how: Recognition = DEFAULT,
 ) -> list[Finding]:
     """The findings of `w` (an engine workload: [] when it is not one)."""
-    c = engine_container(w)
+    c = engine_container(w, how)
     if c is None:
         return []
     subject = Subject(w, c, container_engine(c) or "", measured)
@@ -79,8 +83,9 @@ def audit(
     workloads: Iterable[Workload],
     around: Surroundings,
     measured: Callable[[Workload], Measured] = lambda w: Measured(),
+    how: Recognition = DEFAULT,
 ) -> list[Finding]:
     found: list[Finding] = []
     for w in sorted(workloads, key=lambda w: (w.namespace, w.kind, w.name)):
-        found += audit_workload(w, around, measured(w))
+        found += audit_workload(w, around, measured(w), how=how)
     return found

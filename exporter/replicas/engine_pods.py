@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from exporter.audit.collector import AuditCollector
+from exporter.audit.model import parse_label_selector
+from exporter.audit.recognise import Recognition
 from exporter.config import Cluster
 from exporter.replicas import autoscalers, startup
 from exporter.replicas.collector import ReplicasCollector
@@ -44,5 +46,9 @@ def build_engine_pod_collectors(
     if config.audit.enabled:
         replicas = next((c for c in collectors if isinstance(c, ReplicasCollector)), None)
         histograms = replicas.startup_histograms if replicas is not None else None
-        collectors.append(AuditCollector.from_api(api, histograms, page_size=config.page_size))
+        how = Recognition(
+            f"{config.engine_annotation_prefix}/scrape",
+            parse_label_selector(config.engine_label_selector) if config.engine_label_selector else None,
+        )
+        collectors.append(AuditCollector.from_api(api, histograms, how, page_size=config.page_size))
     return collectors

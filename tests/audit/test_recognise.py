@@ -106,3 +106,43 @@ def test_a_statefulset_and_a_leaderworkerset() -> None:
     w = workload(lws)
     assert (w.kind, w.namespace, w.replicas, len(w.pods)) == ("LeaderWorkerSet", "default", 2, 2)
     assert engine_of(w) == "vllm"
+
+
+def test_the_cluster_roles_own_engine_selection_counts() -> None:
+    from exporter.audit.model import parse_label_selector
+    from exporter.audit.recognise import Recognition
+
+    generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[])
+    generic["spec"]["template"]["metadata"]["labels"]["tier"] = "inference"
+    selected = Recognition(selector=parse_label_selector("tier in (inference, serving),app"))
+    assert engine_container(workload(generic)) is None
+    assert engine_container(workload(generic), selected) is not None
+    other = Recognition(selector=parse_label_selector("tier=batch"))
+    assert engine_container(workload(generic), other) is None
+    prefixed = o.changed(generic)
+    prefixed["spec"]["template"]["metadata"]["annotations"] = {"example.com/scrape": "true"}
+    assert engine_container(workload(prefixed)) is None
+    assert engine_container(workload(prefixed), Recognition("example.com/scrape")) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "matches"),
+    [
+        ("app=vllm", {"app": "vllm"}, True),
+        ("app==vllm,tier!=batch", {"app": "vllm", "tier": "web"}, True),
+        ("app=vllm,tier!=batch", {"app": "vllm", "tier": "batch"}, False),
+        ("tier notin (batch, dev),gpu", {"tier": "prod", "gpu": "a100"}, True),
+        ("!canary", {"canary": "true"}, False),
+    ],
+)
+def test_label_selectors_as_kubectl_writes_them(text: str, labels: dict[str, str], matches: bool) -> None:
+    from exporter.audit.model import parse_label_selector
+
+    assert parse_label_selector(text).matches(labels) is matches
+
+
+def test_a_malformed_label_selector() -> None:
+    from exporter.audit.model import parse_label_selector
+
+    with pytest.raises(ValueError, match="not a label selector term: 'app ~ vllm'"):
+        parse_label_selector("app ~ vllm")
