@@ -26,7 +26,10 @@ def documents(text: str, name: str) -> Iterator[Document]:
 
     Raises ManifestError at the first document that does not parse, after yielding the ones before it.
     """
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)  # reads the stream at once: a control character fails here
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{name}: not YAML: {exc}") from exc
     try:
         while loader.check_node():
             node = loader.get_node()

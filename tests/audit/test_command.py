@@ -88,6 +88,13 @@ def test_broken_yaml_is_named_and_the_rest_still_audited(tmp_path: Path) -> None
     assert "FAIL no-prestop" in out and str(good) in out
 
 
+def test_a_control_character_is_bad_yaml(tmp_path: Path) -> None:
+    (tmp_path / "nul.yaml").write_text("apiVersion: v1\nkind: Service\x00\n")
+    rc, _, err = audit("-f", str(tmp_path / "nul.yaml"))
+    assert rc == 2
+    assert err.startswith(f"audit: {tmp_path / 'nul.yaml'}: not YAML: unacceptable character #x0000")
+
+
 def test_a_scalar_document_and_an_unreadable_file(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text("just text\n")
     rc, _, err = audit("-f", str(tmp_path / "s.yaml"), "-f", str(tmp_path / "missing.yaml"))
