@@ -74,7 +74,7 @@ class AuditCollector:
         cls, api: Any, histograms: Histograms | None = None, how: Recognition = DEFAULT, **options: Any
     ) -> AuditCollector:
         collector = cls({}, histograms, how)
-        collector._reflectors = live.reflectors(api, on_event=collector._dirty.set, **options)
+        collector._reflectors = live.reflectors(api, keep=how, on_event=collector._dirty.set, **options)
         return collector
 
     def mark_dirty(self) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from exporter.audit import inventory, model
 from exporter.audit.inventory import Inventory
+from exporter.audit.recognise import Recognition, engine_container, is_router
 from exporter.sources.kube import Reflector, Reflectors
 
 # resource -> (apiVersion, kind, optional: a CRD that may be absent or a grant that may be missing)
@@ -31,29 +32,42 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
 }
 
 
-def stamp(resource: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The transform of `resource`: the object with its kind and apiVersion, less what no check reads."""
+WORKLOAD_RESOURCES = ("deployments", "statefulsets", "leaderworkersets")
+
+
+def stamp(resource: str, keep: Recognition | None = None) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The transform of `resource`: the object with its kind and apiVersion, less what no check reads (a node's
+    status but its capacity). With `keep`, a workload that is neither an engine nor a router is not kept: the
+    cluster role holds the few that matter, not every Deployment of the cluster."""
     api_version, kind, _ = RESOURCES[resource]
 
-    def transform(obj: dict[str, Any]) -> dict[str, Any]:
+    def transform(obj: dict[str, Any]) -> dict[str, Any] | None:
         meta = obj.get("metadata") or {}
         kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations", "ownerReferences") if k in meta}
-        body: dict[str, Any] = {k: obj[k] for k in ("spec", "status") if k in obj}
-        if resource != "nodes":
-            body.pop("status", None)
-        return {"apiVersion": api_version, "kind": kind, "metadata": kept, **body}
+        body: dict[str, Any] = {"spec": obj["spec"]} if "spec" in obj else {}
+        if resource == "nodes":
+            body["status"] = {"capacity": (obj.get("status") or {}).get("capacity") or {}}
+        out = {"apiVersion": api_version, "kind": kind, "metadata": kept, **body}
+        if keep is not None and resource in WORKLOAD_RESOURCES:
+            w = model.workload(out)
+            relevant = w is not None and (
+                engine_container(w, keep) is not None or any(is_router(c) for p in w.pods for c in p.containers)
+            )
+            return out if relevant else None
+        return out
 
     return transform
 
 
-def reflectors(api: Any, namespace: str | None = None, **options: Any) -> Reflectors:
-    """One reflector per resource the checks read (nodes cluster-wide), not started.
+def reflectors(api: Any, namespace: str | None = None, keep: Recognition | None = None, **options: Any) -> Reflectors:
+    """One reflector per resource the checks read (nodes cluster-wide), not started; `keep`: see `stamp`.
 
     Written out one by one: the RBAC test finds each watch (and its grant) by reading this code.
     """
 
     def optional(resource: str) -> dict[str, Any]:
-        return {"transform": stamp(resource), "namespace": namespace, "optional": RESOURCES[resource][2], **options}
+        absent_ok = RESOURCES[resource][2]
+        return {"transform": stamp(resource, keep), "namespace": namespace, "optional": absent_ok, **options}
 
     return Reflectors(
         {
