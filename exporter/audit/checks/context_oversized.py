@@ -23,7 +23,8 @@ _FLAGS = {
 OVERSIZE_FACTOR = 4.0  # a limit this many times the tokens really used per request reserves cache for nothing
 
 
-def context_limit(engine: str, c: Container) -> int | None:
+def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
+    """(the argument or variable that sets it, the limit in tokens), None when the engine's default stands."""
     flags, envs = _FLAGS.get(engine, ((), ()))
     words = " ".join(c.argv).split()
     for i, word in enumerate(words):
@@ -32,26 +33,27 @@ def context_limit(engine: str, c: Container) -> int | None:
             text = value or (words[i + 1] if i + 1 < len(words) else "")
             digits = re.match(r"\d+", text.strip("\"'"))
             if digits:
-                return int(digits.group())
+                return name, int(digits.group())
     for name, value in c.env:
         if name in envs and value.strip().isdigit():
-            return int(value)
+            return name, int(value)
     return None
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     if subject.engine not in _FLAGS:
         return unknown("engine not recognised from the command or image: its context flag is unknown")
-    flags = "/".join(_FLAGS[subject.engine][0])
-    limit = context_limit(subject.engine, subject.engine_container)
-    if limit is None:
+    found = context_limit(subject.engine, subject.engine_container)
+    if found is None:
+        flags = "/".join(_FLAGS[subject.engine][0])
         return fail(f"no {flags}: the engine reserves KV cache for the model's full context")
+    flag, limit = found
     used = subject.measured.context_tokens
     if used is None:
-        return ok(f"{flags} {limit}")
+        return ok(f"{flag} {limit}")
     if limit > OVERSIZE_FACTOR * used:
-        return fail(f"{flags} {limit}, over {OVERSIZE_FACTOR:g}× the {used:.0f} tokens used per request")
-    return ok(f"{flags} {limit}, used {used:.0f} per request")
+        return fail(f"{flag} {limit}, over {OVERSIZE_FACTOR:g}× the {used:.0f} tokens used per request")
+    return ok(f"{flag} {limit}, used {used:.0f} per request")
 
 
 CHECK = Check(
