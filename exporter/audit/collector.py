@@ -1,10 +1,11 @@
 """The audit live (cluster role): `llm_workload_check_failing` for every engine workload in the cluster.
 
 The objects the checks read are watched (`exporter.audit.live`); the findings are computed again only when
-one of them changed or the measured cold starts did, not on every scrape. Deployments and StatefulSets
-hold back readiness; every other resource is optional (a CRD not installed, a grant missing): its checks
-see none of it. The node checks that read every pod (`non-gpu-pods-on-gpu-nodes`) are left to the
-command: the cluster role keeps no view of all pods for them.
+one of them changed or the measured cold starts did, not on every scrape. Every resource is optional (a CRD
+not installed, a grant missing): its checks see none of it, and readiness never waits on it beyond the
+first answer. Without Deployments and StatefulSets there is nothing to audit: the collector fails, visibly
+(`llm_exporter_collector_success{collector="audit"} 0`). The node check that reads every pod
+(`non-gpu-pods-on-gpu-nodes`) is left to the command: the cluster role keeps no view of all pods for it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from exporter.replicas.startup import BUCKETS, Histogram
 from exporter.sources.kube import Reflector, Reflectors
 
 REQUIRED = ("deployments", "statefulsets")
+
+
+class AuditBlindError(Exception):
+    """The workloads cannot be listed (RBAC after an upgrade): the audit reports nothing, and says so."""
+
+
 Histograms = Callable[[], Mapping[tuple[str, str, str], Histogram]]
 
 
@@ -92,6 +99,9 @@ class AuditCollector:
     def collect(self) -> Iterable[Family]:
         if not self.ready():
             raise CollectorUnavailable("waiting for the first full list of deployments and statefulsets")
+        blind = [name for name in REQUIRED if not self._reflectors[name].available()]
+        if blind:  # no engine workload can be seen: a failure to fix (RBAC), not a source absent by design
+            raise AuditBlindError(f"{', '.join(blind)} not granted or not served: no engine workload to audit")
         histograms = dict(self._histograms()) if self._histograms is not None else {}
         counts = {k: h.count for k, h in histograms.items()}
         with self._lock:

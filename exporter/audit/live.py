@@ -16,8 +16,9 @@ from exporter.sources.kube import Reflector, Reflectors
 
 # resource -> (apiVersion, kind, optional: a CRD that may be absent or a grant that may be missing)
 RESOURCES: dict[str, tuple[str, str, bool]] = {
-    "deployments": ("apps/v1", "Deployment", False),
-    "statefulsets": ("apps/v1", "StatefulSet", False),
+    # every one optional: a grant missing after an upgrade must not hold back the cluster role's readiness
+    "deployments": ("apps/v1", "Deployment", True),
+    "statefulsets": ("apps/v1", "StatefulSet", True),
     "leaderworkersets": ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True),
     "horizontalpodautoscalers": ("autoscaling/v2", "HorizontalPodAutoscaler", True),
     "scaledobjects": ("keda.sh/v1alpha1", "ScaledObject", True),

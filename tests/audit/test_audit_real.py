@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from exporter.audit import cli
-from exporter.config import Cluster
+from exporter.audit.collector import AuditBlindError
+from exporter.config import Cluster, Replicas, Routes
 from exporter.engines import parser
 from exporter.exposition import render
 from exporter.replicas.engine_pods import build_engine_pod_collectors
@@ -191,12 +192,12 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         cluster.apply(route)
         wait_for(lambda: scrape().get("chat/ingress-timeout-short") == 1, 60, "the Route's default timeout")
         timeouts = f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Route",source="default"}} 30'
-        assert timeouts in render(routes.collect()).splitlines()
+        wait_for(lambda: timeouts in render(routes.collect()).splitlines(), 60, "the routes collector's default")
         route["metadata"]["annotations"] = {"haproxy.router.openshift.io/timeout": "10m"}
         cluster.apply(route)
         wait_for(lambda: scrape().get("chat/ingress-timeout-short") == 0, 60, "the Route's annotated timeout")
-        timeouts = f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Route",source="annotation"}} 600'
-        assert timeouts in render(routes.collect()).splitlines()
+        annotated = f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Route",source="annotation"}} 600'
+        wait_for(lambda: annotated in render(routes.collect()).splitlines(), 60, "the routes collector's annotation")
 
         # the command on the same cluster: the same checks, and the pods' view for non-gpu-pods-on-gpu-nodes
         args = argparse.Namespace(files=[], kubeconfig=str(cluster.admin_kubeconfig), namespace=ns, prometheus=None,
@@ -227,3 +228,42 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
             wait_for(gone, 60, f"ScaledObject {name} deleted")
         cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
         cluster.delete_nodes([NODE])
+
+
+def test_without_the_new_grants_the_audit_fails_visibly_and_is_ready(kube_cluster: ControlPlane) -> None:
+    """An upgrade that ships the binary before the ClusterRole: the old grants (nodes and pods only). The audit's
+    lists are refused (403): it is ready at once, and its collect fails, naming what it cannot see."""
+    cluster = kube_cluster
+    ns = cluster.namespace("audit-rbac")
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "old-grants", "namespace": ns}}
+    cluster.must("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", account)
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": f"{ns}-old"},
+            "rules": [{"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["list", "watch"]}]}  # fmt: skip
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": f"{ns}-old"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{ns}-old"},
+               "subjects": [{"kind": "ServiceAccount", "name": "old-grants", "namespace": ns}]}  # fmt: skip
+    cluster.apply(role)
+    cluster.apply(binding)
+    kubeconfig = cluster.kubeconfig(cluster.service_account_token(ns, "old-grants"), f"{ns}-old")
+    (audit,) = build_engine_pod_collectors(
+        Cluster(routes=Routes(enabled=False), replicas=Replicas(enabled=False)), str(kubeconfig)
+    )
+    audit.start()
+    try:
+        wait_for(audit.ready, 60, "the refused lists")
+        try:
+            audit.collect()
+        except AuditBlindError as exc:
+            assert str(exc) == "deployments, statefulsets not granted or not served: no engine workload to audit"
+        else:
+            raise AssertionError("the audit collected without seeing any workload")
+    finally:
+        audit.close()
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        for path in (
+            f"{rbac}/clusterrolebindings/{ns}-old",
+            f"{rbac}/clusterroles/{ns}-old",
+            f"/api/v1/namespaces/{ns}",
+        ):
+            cluster.must("DELETE", path, ok=(200, 202))
