@@ -33,6 +33,9 @@ POOL_CRD = (
     / "inference-extension"
     / ("inference.networking.k8s.io_inferencepools.yaml")
 )
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+LWS_CRD = FIXTURES / "lws" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+AIBRIX_CRD = FIXTURES / "aibrix" / "autoscaling.aibrix.ai_podautoscalers.yaml"
 ROUTE_CRD = Path(__file__).resolve().parents[1] / "fixtures" / "openshift" / "routes.crd.yaml"
 ON_POOL: dict[str, Any] = {"nodeSelector": {"pool": "audit"}}
 SCRAPE = {"llm-exporter.io/scrape": "true"}  # the cluster role's engine-pod watch measures these start-ups
@@ -86,7 +89,11 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
              "InferencePools served")  # fmt: skip
     cluster.add_node(NODE, capacity={"nvidia.com/gpu": "4", "nvidia.com/gpu.shared": "8"}, labels={"pool": "audit"})
     ns = cluster.namespace("audit")
-    cluster.apply(yaml.safe_load(ROUTE_CRD.read_text(encoding="utf-8")))
+    for crd in (ROUTE_CRD, LWS_CRD, AIBRIX_CRD):
+        cluster.apply(yaml.safe_load(crd.read_text(encoding="utf-8")))
+    for plural in ("leaderworkerset.x-k8s.io/v1/leaderworkersets", "autoscaling.aibrix.ai/v1alpha1/podautoscalers"):
+        served = functools.partial(lambda p: cluster.request("GET", f"/apis/{p}")[0] == 200, plural)
+        wait_for(served, 60, f"{plural} served")
     wait_for(lambda: cluster.request("GET", "/apis/route.openshift.io/v1/routes")[0] == 200, 60, "Routes served")
     routes, replicas, audit = build_engine_pod_collectors(Cluster(), str(cluster.admin_kubeconfig))
     assert (routes.name, replicas.name, audit.name) == ("routes", "replicas", "audit")
@@ -183,6 +190,33 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         wait_for(lambda: scrape().get("batch/no-pdb") == 0, 60, "the new PDB seen")
         wait_for(lambda: scrape().get("chat/gpu-nodes-untainted") == 0, 60, "the taint seen")
 
+        # a LeaderWorkerSet scaled by an AIBrix PodAutoscaler on the KV cache (both of the published CRDs), its
+        # scale-down delay 3m; no LWS controller runs here, so no pod starts and nothing is measured
+        pod = engine(ns, "big")["spec"]["template"]
+        group = {"size": 2, "leaderTemplate": pod, "workerTemplate": pod}
+        cluster.apply({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                       "metadata": {"name": "big", "namespace": ns},
+                       "spec": {"replicas": 1, "leaderWorkerTemplate": group}})  # fmt: skip
+        kpa = {"apiVersion": "autoscaling.aibrix.ai/v1alpha1", "kind": "PodAutoscaler",
+               "metadata": {"name": "big", "namespace": ns,
+                            "annotations": {"kpa.autoscaling.aibrix.ai/scale-down-delay": "3m"}},
+               "spec": {"scalingStrategy": "KPA", "minReplicas": 1, "maxReplicas": 4,
+                        "scaleTargetRef": {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                                           "name": "big"},
+                        "metricsSources": [{"metricSourceType": "pod", "protocolType": "http", "port": "8000",
+                                            "path": "metrics", "targetMetric": "gpu_cache_usage_perc",
+                                            "targetValue": "0.5"}]}}  # fmt: skip
+        cluster.apply(kpa)
+        wait_for(lambda: "big/autoscaler-cooldown-short" in scrape(), 60, "the LeaderWorkerSet audited")
+        found = scrape()
+        assert found["big/autoscaler-cooldown-short"] == 1  # 180 s < the 600 s default cold start
+        assert found["big/autoscaler-utilization-signal"] == found["big/fixed-replicas"] == 0
+        assert found["big/no-pdb"] == 1
+        assert "big/round-robin-routing" not in found  # up to 4 groups, but no Service in view: unknown
+        series = parser.parse(render(audit.collect()), {"llm_workload_check_failing"}, "").samples
+        kinds = {dict(p)["kind"] for p, _ in series["llm_workload_check_failing"] if dict(p)["workload"] == "big"}
+        assert kinds == {"LeaderWorkerSet"}
+
         # an OpenShift Route of the published CRD to chat's Service: HAProxy's default 30 s cuts generations,
         # for the audit and for the routes collector; the annotation lifts it
         to = {"kind": "Service", "name": "chat", "weight": 100}
@@ -206,7 +240,7 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         rc = cli.run(args, out, err)
         records = {f"{r['name']}/{r['check']}": r for r in json.loads(out.getvalue())}
         assert rc == 1, err.getvalue()
-        assert {k for k, r in records.items() if r["status"] == "fail" and r["name"] != "bare"} == {
+        assert {k for k, r in records.items() if r["status"] == "fail" and r["name"] in ("chat", "batch")} == {
             "batch/autoscaler-utilization-signal", "batch/autoscaler-cooldown-short",
             "chat/autoscaler-cooldown-short",  # the command has no Prometheus here: the 600 s default
             # web's two pods, placed on the GPU node before its taint (NoSchedule evicts nothing), ask for no GPU
@@ -215,7 +249,10 @@ def test_deployment_checks_from_a_real_control_plane(kube_cluster: ControlPlane)
         detail = records["chat/non-gpu-pods-on-gpu-nodes"]["detail"]
         assert detail.startswith("2 pod(s) without a GPU request: ") and detail.count(f"{ns}/web-") == 2
         assert records["chat/autoscaler-cooldown-short"]["threshold_source"] == "default"
-        assert {r["name"] for r in records.values()} == {"chat", "batch", "bare"}
+        assert {(r["kind"], r["name"]) for r in records.values()} == {
+            ("Deployment", "chat"), ("Deployment", "batch"), ("Deployment", "bare"), ("LeaderWorkerSet", "big"),
+        }  # fmt: skip
+        assert records["big/autoscaler-cooldown-short"]["status"] == "fail"
         assert records["bare/time-slicing-user-facing"]["status"] == "fail"
         assert records["bare/no-startup-probe"]["status"] == "fail"  # the command's default: 600 s
     finally:
