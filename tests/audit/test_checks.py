@@ -130,7 +130,7 @@ def test_the_node_checks_fail_on_what_the_nodes_show() -> None:
         "spec": {"nodeName": "gpu-1", "containers": [{"name": "fluentd"}]},
         "status": {"phase": "Running"},
     }
-    agent = {
+    dcgm = {
         "metadata": {
             "name": "dcgm-exporter-x",
             "namespace": "gpu-operator",
@@ -139,8 +139,8 @@ def test_the_node_checks_fail_on_what_the_nodes_show() -> None:
         "spec": {"nodeName": "gpu-1", "containers": [{"name": "dcgm"}]},
         "status": {"phase": "Running"},
     }
-    assert failing(healthy(), nodes=HEALTHY_NODES, pods=[running, agent]) == set()  # per-node agents belong there
-    assert failing(healthy(), nodes=HEALTHY_NODES, pods=[running, agent, logger]) == {"non-gpu-pods-on-gpu-nodes"}
+    assert failing(healthy(), nodes=HEALTHY_NODES, pods=[running, dcgm]) == set()  # per-node daemons belong there
+    assert failing(healthy(), nodes=HEALTHY_NODES, pods=[running, dcgm, logger]) == {"non-gpu-pods-on-gpu-nodes"}
     assert verdicts(healthy(), nodes=HEALTHY_NODES, pods=[running, logger])["non-gpu-pods-on-gpu-nodes"] == "fail"
     no_toleration = _pod(tolerations=[])
     assert verdicts(no_toleration)["no-gpu-toleration"] == "unknown"  # an admission plugin may add it

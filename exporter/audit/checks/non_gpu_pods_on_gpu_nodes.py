@@ -30,7 +30,7 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
             + ", ".join(squatters[:5])
             + (" …" if len(squatters) > 5 else "")
         )
-    return ok(f"only GPU pods (and per-node agents) on its {len(nodes)} GPU node(s)")
+    return ok(f"only GPU pods (and per-node daemons) on its {len(nodes)} GPU node(s)")
 
 
 CHECK = Check(
