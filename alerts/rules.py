@@ -83,7 +83,7 @@ def _slo_text(t: Thresholds) -> str:
 
 def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
     """Every alert of the bundle, in rule-file order, its llm_* selectors scoped by `t.selector`."""
-    return [replace(a, query=scoped(a.query, t.selector)) for a in _alerts(t)]
+    return [replace(a, query=scoped(a.query, t.selector)) for a in (*_alerts(t), *_audit_alerts(t))]
 
 
 def _alerts(t: Thresholds) -> list[Alert]:
@@ -528,6 +528,45 @@ def _gpu_health(t: Thresholds) -> list[Alert]:
             "The container assigned this GPU has had no process on it, or a near-zero utilisation, for the "
             "exporter's gpu.allocated_idle_seconds: the GPU is paid for and idle. Scale the workload down or "
             "give the GPU back.",
+        ),
+    ]
+
+
+def _audit_alerts(t: Thresholds) -> list[Alert]:
+    """Deployment checks (`exporter.audit`): one alert per failing check of an engine workload; the advisory
+    checks (severity info on the series) alert at info."""
+    audit = "llm-inference.audit"
+    summary = (
+        "{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.workload }} fails deployment check {{ $labels.check }}."
+    )
+    description = (
+        "The engine workload has a setting the write-ups name as a cause of slow or broken LLM serving (see the "
+        "runbook section of the check). `llm-exporter audit -n {{ $labels.namespace }}` prints the reason, the "
+        'fix and the threshold it used; a workload that means it opts out with llm-exporter.io/audit-skip: "'
+        '{{ $labels.check }}".'
+    )
+    return [
+        Alert(
+            "LLMWorkloadCheckFailing",
+            audit,
+            'llm_workload_check_failing{severity="warning"}',
+            "==",
+            1,
+            t.workload_check_failing_for,
+            "warning",
+            summary,
+            description,
+        ),
+        Alert(
+            "LLMWorkloadCheckAdvisory",
+            audit,
+            'llm_workload_check_failing{severity="info"}',
+            "==",
+            1,
+            t.workload_check_failing_for,
+            "info",
+            summary,
+            description,
         ),
     ]
 

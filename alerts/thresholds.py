@@ -89,6 +89,8 @@ class Thresholds:
     autoscaler_query_empty_for: str = "10m"
     dashboard_query_empty_for: str = "1h"
     query_watchdog_failing_for: str = "15m"
+    # Deployment checks (llm_workload_check_failing): settings, not incidents; a rollout may pass through
+    workload_check_failing_for: str = "30m"
     # The exporter itself
     collector_failing_for: str = "10m"
     exporter_down_for: str = "5m"

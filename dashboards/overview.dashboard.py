@@ -590,10 +590,53 @@ health = Row(
     ],
 )
 
+
+# Deployment checks (the cluster role's audit): the failing checks of each engine workload, with the fix
+_CHECK_LABELS = "namespace, kind, workload, check, severity"
+
+
+def _checks_row() -> Row:
+    from exporter.audit.checks import CHECKS
+
+    failing = table(
+        "Failing deployment checks",
+        [Query(f"max by ({_CHECK_LABELS}) ({selector('llm_workload_check_failing', SOURCE)}) == 1")],
+        unit="short",
+        width=18,
+        description="Each engine workload's failing checks against the write-ups' checklist (the check column "
+        "shows its fix). `llm-exporter audit -n NAMESPACE` prints the reason and the threshold it used (measured "
+        "start-up or the default); the runbook has a section per check. Empty: nothing fails.",
+    )
+    # the check id shown with its fix: the series carry the id only
+    mapping = {c.id: {"text": f"{c.id}: {c.fix}", "index": i} for i, c in enumerate(CHECKS)}
+    failing.panel.overrides = [
+        {
+            "matcher": {"id": "byName", "options": "check"},
+            "properties": [{"id": "mappings", "value": [{"type": "value", "options": mapping}]}],
+        }
+    ]
+    return Row(
+        "Deployment checks: will it hold under load?",
+        [
+            failing,
+            stat(
+                "Failing checks",
+                [Query(f"sum({selector('llm_workload_check_failing', SOURCE)})", "failing checks")],
+                unit="short",
+                width=6,
+                description="Checks failing across the engine workloads (0: every applicable check passes). A "
+                "setting, not an incident: it costs at the next burst, node upgrade or long generation.",
+            ),
+        ],
+    )
+
+
+deployment_checks = _checks_row()
+
 dashboard = build_dashboard(
     title="LLM inference: overview",
     uid=UID,
     description="Is anyone waiting on LLM inference, and why: users, queue, engine, GPU, placement, telemetry.",
-    rows=[diagnosis, users, queue, routing, engine, gpu, placement, health],
+    rows=[diagnosis, users, queue, routing, engine, gpu, placement, health, deployment_checks],
     tags=["llm-inference-exporter", "llm", "vllm", "gpu"],
 )

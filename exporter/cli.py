@@ -120,11 +120,17 @@ HELP = {
     "mappings": "print an engine's → llm_* mapping per release (vLLM, SGLang, TGI, …)",
     "demo": "a local vLLM (CPU, tiny model) + the exporter, live",
     "diagnose": "walk a slow request's stages on Prometheus: verdicts, evidence, owner",
+    "audit": "check engine workloads (live or manifests) against what makes LLM serving fail",
 }
 
 # The tooling commands whose module defines `add_arguments(parser)` and `run(args) -> int`: a new command
 # is its module plus one line here and one in HELP.
-TOOLS = {"render": "exporter.bundle.render", "check": "exporter.check.cli", "diagnose": "exporter.diagnose.cli"}
+TOOLS = {
+    "render": "exporter.bundle.render",
+    "check": "exporter.check.cli",
+    "diagnose": "exporter.diagnose.cli",
+    "audit": "exporter.audit.cli",
+}
 
 
 SOURCE_ONLY = {"render": "exporter.bundle.render", "demo": "exporter.demo"}  # not in the wheel (setup.py)

@@ -116,10 +116,15 @@ class Routes:
     enabled: bool = True
     ingress_default_timeout_seconds: float = 60.0  # ingress-nginx's proxy-read-timeout when unset
     httproute_default_timeout_seconds: float = 0.0  # implementation-specific when unset; 0: no series
+    openshift_route_default_timeout_seconds: float = 30.0  # the OpenShift router's timeout when unset
 
     def validate(self) -> list[str]:
         errors = []
-        for name in ("ingress_default_timeout_seconds", "httproute_default_timeout_seconds"):
+        for name in (
+            "ingress_default_timeout_seconds",
+            "httproute_default_timeout_seconds",
+            "openshift_route_default_timeout_seconds",
+        ):
             if not 0 <= getattr(self, name) <= 86400:  # also false for NaN
                 errors.append(f"{name}: must be in [0, 86400] (0: no default)")
         return errors
@@ -197,6 +202,13 @@ class Replicas:
 
 
 @dataclass(frozen=True)
+class Audit:
+    """Cluster role: each engine workload against the deployment checks (llm_workload_check_failing)."""
+
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
 class Cluster:
     # Engine pods, for routes and replica start-up: opted in with <prefix>/scrape: "true" (as for the node
     # role's discovery), or, when set, selected by this label selector (filtered by the API server: cheaper)
@@ -205,6 +217,7 @@ class Cluster:
     routes: Routes = field(default_factory=Routes)
     replicas: Replicas = field(default_factory=Replicas)
     watchdog: Watchdog = field(default_factory=Watchdog)
+    audit: Audit = field(default_factory=Audit)
     page_size: int = 500
     max_pending_pods: int = 1000  # bound on llm_pending_pod_gpus_requested series
     resync_seconds: float = 0.0  # 0: rely on watches only

@@ -6,7 +6,7 @@ Domain modules (`engine`, `gpu`, `cluster`, `exporter_self`) declare their specs
 
 from __future__ import annotations
 
-from exporter.catalogue import cluster, engine, exporter_self, gpu, replicas, routes, watchdog
+from exporter.catalogue import audit, cluster, engine, exporter_self, gpu, replicas, routes, watchdog
 from exporter.catalogue.spec import MetricSpec, MetricType, Stability
 
 ALL: tuple[MetricSpec, ...] = (
@@ -16,6 +16,7 @@ ALL: tuple[MetricSpec, ...] = (
     *routes.METRICS,
     *replicas.METRICS,
     *watchdog.METRICS,
+    *audit.METRICS,
     *exporter_self.METRICS,
 )
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}

@@ -12,8 +12,8 @@ _g = partial(gauge, subsystem="cluster", role="cluster", stability=Stability.EXP
 
 ROUTE_TIMEOUT = _g(
     "llm_route_timeout_seconds",
-    "The shortest timeout an Ingress or HTTPRoute applies to requests it sends to an engine Service "
-    "(source: annotation, spec, or the configured default when unset). Longer generations are cut.",
+    "The shortest timeout an Ingress, HTTPRoute or OpenShift Route applies to requests it sends to an engine "
+    "Service (source: annotation, spec, or the configured default when unset). Longer generations are cut.",
     (*ROUTE, "source"),
     unit="seconds",
 )

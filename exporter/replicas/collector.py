@@ -50,6 +50,11 @@ class ReplicasCollector:
     def ready(self) -> bool:
         return self._pods.synced()
 
+    def startup_histograms(self) -> dict[tuple[str, str, str], startup.Histogram]:
+        """A copy of the start-up histograms by (namespace, workload, phase): the audit's measured cold starts."""
+        with self._lock:
+            return {k: startup.Histogram(list(h.buckets), h.sum, h.count) for k, h in self._tracker.histograms.items()}
+
     def collect(self) -> Iterable[Family]:
         if not self._pods.synced():
             raise CollectorUnavailable("waiting for the first full list of pods")

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from exporter.audit.collector import AuditCollector
+from exporter.audit.model import parse_label_selector
+from exporter.audit.recognise import Recognition
 from exporter.config import Cluster
 from exporter.replicas import autoscalers, startup
 from exporter.replicas.collector import ReplicasCollector
@@ -24,19 +27,28 @@ def engine_pods(api: Any, config: Cluster) -> Reflector[startup.PodStart]:
 
 def build_engine_pod_collectors(
     config: Cluster, kubeconfig: str | None
-) -> list[RoutesCollector | ReplicasCollector]:
-    """The routes and replicas collectors (those enabled), sharing one engine-pod reflector."""
-    if not (config.routes.enabled or config.replicas.enabled):
+) -> list[RoutesCollector | ReplicasCollector | AuditCollector]:
+    """The routes, replicas and audit collectors (those enabled), sharing one engine-pod reflector; the audit
+    reads its measured cold starts from the replicas collector's start-up histograms."""
+    if not (config.routes.enabled or config.replicas.enabled or config.audit.enabled):
         return []
     try:
         api = connect(kubeconfig)
     except KubeConfigError:
         return []  # the cluster collector reports the missing configuration; one failure, said once
     pods = engine_pods(api, config)  # started and stopped by both collectors: Reflector.start is idempotent
-    collectors: list[RoutesCollector | ReplicasCollector] = []
+    collectors: list[RoutesCollector | ReplicasCollector | AuditCollector] = []
     if config.routes.enabled:
         collectors.append(RoutesCollector({**make_reflectors(api, config.routes), "pods": pods}))
     if config.replicas.enabled:
         hpas = Reflector(api, "horizontalpodautoscalers", transform=autoscalers.autoscaler_record, optional=True)
         collectors.append(ReplicasCollector(pods, hpas))
+    if config.audit.enabled:
+        replicas = next((c for c in collectors if isinstance(c, ReplicasCollector)), None)
+        histograms = replicas.startup_histograms if replicas is not None else None
+        how = Recognition(
+            f"{config.engine_annotation_prefix}/scrape",
+            parse_label_selector(config.engine_label_selector) if config.engine_label_selector else None,
+        )
+        collectors.append(AuditCollector.from_api(api, histograms, how, page_size=config.page_size))
     return collectors

@@ -27,6 +27,7 @@ def make_reflectors(api: Any, config: Routes) -> dict[str, Reflector[Any]]:
     """The route objects' reflectors; the engine pods ("pods") come from the shared engine-pod watch."""
     ingress_default = _none_if_zero(config.ingress_default_timeout_seconds)
     route_default = _none_if_zero(config.httproute_default_timeout_seconds)
+    openshift_default = _none_if_zero(config.openshift_route_default_timeout_seconds)
     return {
         # optional: an API group not served, or a grant missing after an upgrade, leaves the routes empty
         # (and says so in the logs) instead of holding back the cluster role's readiness
@@ -37,6 +38,10 @@ def make_reflectors(api: Any, config: Routes) -> dict[str, Reflector[Any]]:
             api, "httproutes", transform=lambda o: model.httproute_record(o, route_default), optional=True
         ),
         "services": Reflector(api, "services", transform=model.service_record, optional=True),
+        # OpenShift Routes (route.openshift.io): absent outside OpenShift, a 404 counts as none
+        "routes": Reflector(
+            api, "routes", transform=lambda o: model.openshift_route_record(o, openshift_default), optional=True
+        ),
     }
 
 
@@ -61,7 +66,7 @@ class RoutesCollector:
             raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
         items = {name: r.items().values() for name, r in self._reflectors.items()}
         engines = model.engine_services(items["services"], items["pods"])
-        routes = [*items["ingresses"], *items["httproutes"]]
+        routes = [*items["ingresses"], *items["httproutes"], *items.get("routes", ())]
         return families(model.engine_route_timeouts(routes, engines), model.engine_routes(routes, engines))
 
 

@@ -10,18 +10,27 @@ buffering proxy turns a token stream into bursts. This reads what the route obje
   at the backend); the shorter one cuts first. "0s" disables a timeout. Unset is implementation-specific:
   the configured default, or no series when none is configured.
 
+- Route (OpenShift, `route.openshift.io/v1`): `haproxy.router.openshift.io/timeout` (HAProxy's time format:
+  `30s`, `5m`, `1h`; a bare number is milliseconds); the router's default 30 s when unset. Its backends are
+  `spec.to` and `spec.alternateBackends`.
+
 A route counts when one of its backends is a Service that selects an engine pod (opted in with the
 scrape annotation). Its timeout is the shortest over the rules that reach an engine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 NGINX = "nginx.ingress.kubernetes.io/"
+HAPROXY_TIMEOUT = "haproxy.router.openshift.io/timeout"
+OPENSHIFT_DEFAULT_TIMEOUT_SECONDS = 30.0  # the OpenShift router's default (ROUTER_DEFAULT_SERVER_TIMEOUT)
+_HAPROXY_TIME = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|m|h|d)?")
+_HAPROXY_UNIT_SECONDS = {"us": 1e-6, "ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "": 0.001}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 
@@ -69,6 +78,28 @@ def parse_duration(text: str) -> float:
     if not parts or "".join(n + u for n, u in parts) != text:
         raise ValueError(f"not a duration: {text!r}")
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def haproxy_timeout(text: str) -> float:
+    """HAProxy's time format ("30s", "5m", "2h", "500ms"; no unit: milliseconds) in seconds; ValueError if bad."""
+    found = _HAPROXY_TIME.fullmatch(text.strip())
+    if not found:
+        raise ValueError(f"not an HAProxy time: {text!r}")
+    return float(found.group(1)) * _HAPROXY_UNIT_SECONDS[found.group(2) or ""]
+
+
+def openshift_route_record(obj: Mapping[str, Any], default_timeout: float | None) -> Route:
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    annotations = meta.get("annotations") or {}
+    timeout, source = default_timeout, "default"
+    # the router ignores a malformed value and keeps its default
+    with contextlib.suppress(ValueError):
+        if HAPROXY_TIMEOUT in annotations:
+            timeout, source = haproxy_timeout(str(annotations[HAPROXY_TIMEOUT])), "annotation"
+    backends = [spec.get("to") or {}, *(spec.get("alternateBackends") or [])]
+    services = tuple(str(b["name"]) for b in backends if b.get("name") and b.get("kind", "Service") == "Service")
+    name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+    return Route("Route", namespace, name, ((services, timeout, source),), None)
 
 
 def service_record(obj: Mapping[str, Any]) -> Service:

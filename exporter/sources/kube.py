@@ -73,12 +73,25 @@ _LISTERS: dict[str, tuple[str, str, str | None]] = {
         "list_horizontal_pod_autoscaler_for_all_namespaces",
         "list_namespaced_horizontal_pod_autoscaler",
     ),
+    # audit: the engine workloads and the disruption budgets around them
+    "deployments": ("AppsV1Api", "list_deployment_for_all_namespaces", "list_namespaced_deployment"),
+    "statefulsets": ("AppsV1Api", "list_stateful_set_for_all_namespaces", "list_namespaced_stateful_set"),
+    "poddisruptionbudgets": (
+        "PolicyV1Api",
+        "list_pod_disruption_budget_for_all_namespaces",
+        "list_namespaced_pod_disruption_budget",
+    ),
 }
 # custom resources (CRDs that may be absent: use optional=True): resource -> (group, version, plural)
 _CUSTOM: dict[str, tuple[str, str, str]] = {
     "httproutes": ("gateway.networking.k8s.io", "v1", "httproutes"),
     "scaledobjects": ("keda.sh", "v1alpha1", "scaledobjects"),
     "scaledjobs": ("keda.sh", "v1alpha1", "scaledjobs"),
+    # audit
+    "leaderworkersets": ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
+    "podautoscalers": ("autoscaling.aibrix.ai", "v1alpha1", "podautoscalers"),
+    "routes": ("route.openshift.io", "v1", "routes"),
+    "inferencepools": ("inference.networking.k8s.io", "v1", "inferencepools"),
 }
 RESOURCES = (*_LISTERS, *_CUSTOM)
 

@@ -53,7 +53,17 @@ def test_panel_ids_are_unique_and_panels_do_not_overlap() -> None:
 
 def test_the_story_of_one_request_in_order() -> None:
     rows = [p["title"].split(":")[0] for p in OVERVIEW["panels"] if p["type"] == "row"]
-    assert rows == ["Diagnosis", "Users", "Queue", "Routing", "Engine", "GPU", "Placement", "Telemetry health"]
+    assert rows == [
+        "Diagnosis",
+        "Users",
+        "Queue",
+        "Routing",
+        "Engine",
+        "GPU",
+        "Placement",
+        "Telemetry health",
+        "Deployment checks",
+    ]
 
 
 def test_helpers_refuse_panels_without_unit_or_description() -> None:

@@ -14,6 +14,8 @@ label: `node` on the GPU series comes from the exporter. Rules are rendered from
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -21,8 +23,11 @@ from typing import Any
 
 import pytest
 
+from exporter.audit import measured
+from exporter.audit.cli import run as audit
 from exporter.bundle import check, render
 from exporter.bundle.queries import Query, file_queries
+from exporter.cli import parser
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
@@ -90,7 +95,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 prometheus(tmp / "prom", scrape, rule_files=[rules], alertmanager_url=am_url)
             )
             deploy_engine(cluster, prom_url)  # the replica and route panels
-            yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp}
+            yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp, "kubeconfig": str(cluster.admin_kubeconfig)}
     finally:
         for server in (engine, webhook):
             server.close()
@@ -195,3 +200,36 @@ def test_diagnose_names_the_replica_the_scheduler_cannot_place(stack: dict[str, 
         "demo/vllm-big-0 is Pending: 4 nvidia.com/gpu on one node needed; 6 free as 2/2/1/1 on 4 node(s)"
     ], report
     assert report.telemetry == () and report.findings[0] == placement[0]
+
+
+def test_audit_thresholds_are_the_measured_ones(stack: dict[str, Any]) -> None:
+    """`audit --prometheus`: the demo engine's cold start (the cluster role's start-up histograms) and request
+    duration (the replayed vLLM's, joined to its workload through llm_replica_pod_info) replace the defaults,
+    and the live series of the cluster role say the same checks fail."""
+    prom, ns = stack["prometheus"], "demo"
+    request_p99 = measured.request_p99("7d")
+    wait_for(lambda: bool(query(prom, measured.COLD_START)), 60, "the demo engine's cold start")
+    wait_for(lambda: bool(query(prom, request_p99)), 60, "the demo engine's request duration p99")
+    cold = float(query(prom, measured.COLD_START)[0]["value"][1])
+    p99 = float(query(prom, request_p99)[0]["value"][1])
+    args = parser("audit").parse_args(["audit", "--kubeconfig", stack["kubeconfig"], "-n", ns, "--prometheus", prom,
+                                       "--output", "json"])  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    assert audit(args, out, err) == 1, err.getvalue()
+    records = {r["check"]: r for r in json.loads(out.getvalue()) if r["name"] == "vllm"}
+    cooldown = records["autoscaler-cooldown-short"]
+    assert (cooldown["threshold"], cooldown["threshold_source"]) == (pytest.approx(cold, rel=1e-3), "measured")
+    assert cooldown["status"] == ("fail" if cold > 300 else "pass")  # the HPA's default window: 300 s
+    for name in ("grace-period-short", "ingress-timeout-short"):
+        assert (records[name]["threshold"], records[name]["threshold_source"]) == (
+            pytest.approx(p99, rel=1e-3),
+            "measured",
+        )
+    assert records["ingress-timeout-short"]["status"] == ("pass" if p99 < 600 else "fail")  # the Ingress: 600 s
+    # the StatefulSet has no probes, no preStop, no PDB, and sets no --max-model-len
+    assert {"no-readiness-probe", "no-prestop", "no-pdb", "context-oversized"} <= {
+        c for c, r in records.items() if r["status"] == "fail"
+    }
+    live = {s["metric"]["check"]: s["value"][1] for s in query(prom, f'llm_workload_check_failing{{namespace="{ns}"}}')}
+    assert {c for c, v in live.items() if v == "1"} >= {"no-readiness-probe", "no-prestop", "no-pdb",
+                                                        "context-oversized"}  # fmt: skip

@@ -50,6 +50,8 @@ CONTRACT = [
     "LLMGPUUnhealthyInKubernetes",
     "LLMGPUMemoryHeldOutsidePods",
     "LLMGPUAllocatedIdle",
+    "LLMWorkloadCheckFailing",
+    "LLMWorkloadCheckAdvisory",
 ]
 
 

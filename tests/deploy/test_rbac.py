@@ -13,13 +13,15 @@ from tests.deploy.manifests import BASE, ROOT, Obj, find, pod_spec, render
 # Which packages build each role's collectors (exporter/roles.py).
 ROLE_PACKAGES = {
     "node": ("exporter/engines", "exporter/gpu"),
-    "cluster": ("exporter/kube", "exporter/replicas", "exporter/routes", "exporter/watchdog"),
+    "cluster": ("exporter/kube", "exporter/replicas", "exporter/routes", "exporter/watchdog", "exporter/audit"),
 }
 API_GROUPS = {
     "CoreV1Api": "",
     "ResourceV1Api": "resource.k8s.io",
     "NetworkingV1Api": "networking.k8s.io",
     "AutoscalingV2Api": "autoscaling",
+    "AppsV1Api": "apps",
+    "PolicyV1Api": "policy",
 }
 REFLECTOR = re.compile(r"Reflector\(\s*\w+,\s*\"(\w+)\"")
 
@@ -60,7 +62,14 @@ def test_the_code_scan_finds_the_watches() -> None:
                                   ("gateway.networking.k8s.io", "httproutes"),
                                   ("autoscaling", "horizontalpodautoscalers"),
                                   ("keda.sh", "scaledobjects"), ("keda.sh", "scaledjobs"),
-                                  ("", "configmaps")}  # fmt: skip
+                                  ("", "configmaps"),
+                                  # audit
+                                  ("apps", "deployments"), ("apps", "statefulsets"),
+                                  ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+                                  ("autoscaling.aibrix.ai", "podautoscalers"),
+                                  ("policy", "poddisruptionbudgets"),
+                                  ("route.openshift.io", "routes"),
+                                  ("inference.networking.k8s.io", "inferencepools")}  # fmt: skip
 
 
 def test_no_code_reads_single_objects() -> None:

@@ -13,6 +13,8 @@ from tests.kubecluster import Cluster, start_cluster, wait_for
 
 # the published CRDs of the kinds the manifests create or the cluster role watches
 CRDS = (ROOT / "tests" / "fixtures" / "crds", ROOT / "tests" / "fixtures" / "gateway-api")
+# and those the deployment checks watch where they are installed (LeaderWorkerSet, AIBrix, OpenShift, GIE)
+CRDS += tuple(ROOT / "tests" / "fixtures" / d for d in ("lws", "aibrix", "openshift", "inference-extension"))
 
 
 @pytest.fixture(scope="package")
@@ -26,7 +28,8 @@ def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 
 @pytest.fixture(scope="package")
 def crds(api: Cluster) -> Cluster:
-    """The control plane with the published Prometheus Operator, KEDA and Gateway API CRDs served."""
+    """The control plane with the published Prometheus Operator, KEDA, Gateway API, LeaderWorkerSet, AIBrix
+    PodAutoscaler, OpenShift Route and InferencePool CRDs served."""
     for folder in CRDS:
         api.kubectl("apply", "--server-side", "-f", str(folder))  # the .yaml files; READMEs are skipped
     # `kubectl wait` errors on a CRD whose status has no conditions yet, which a fresh one may lack

@@ -39,7 +39,10 @@ def _report(proc: subprocess.CompletedProcess[str]) -> str:
     return f"exit status {proc.returncode}\n{(proc.stdout + proc.stderr)[-4000:]}"
 
 
-@pytest.mark.parametrize(("harness", "corpus"), [("fuzz_parser.py", "parser"), ("fuzz_config.py", "config")])
+@pytest.mark.parametrize(
+    ("harness", "corpus"),
+    [("fuzz_parser.py", "parser"), ("fuzz_config.py", "config"), ("fuzz_manifests.py", "manifests")],
+)
 def test_harness_finds_no_crash(harness: str, corpus: str, tmp_path: Path) -> None:
     seeds = tmp_path / "corpus"
     shutil.copytree(FUZZ / "corpus" / corpus, seeds)

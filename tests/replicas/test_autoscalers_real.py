@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.config import Cluster, Routes
+from exporter.config import Audit, Cluster, Routes
 from exporter.engines import parser
 from exporter.exposition import render
 from exporter.replicas.engine_pods import build_engine_pod_collectors
@@ -69,7 +69,9 @@ def test_engine_autoscalers_from_a_real_control_plane(kube_cluster: ControlPlane
     install_keda_crds(cluster)
     cluster.add_node(NODE, labels={"pool": "autoscale"})
     ns = cluster.namespace("autoscale")
-    (collector,) = build_engine_pod_collectors(Cluster(routes=Routes(enabled=False)), str(cluster.admin_kubeconfig))
+    (collector,) = build_engine_pod_collectors(
+        Cluster(routes=Routes(enabled=False), audit=Audit(enabled=False)), str(cluster.admin_kubeconfig)
+    )
     collector.start()
     try:
         wait_for(collector.ready, 60, "the first list of pods")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.config import Cluster, Routes
+from exporter.config import Audit, Cluster, Routes
 from exporter.exposition import render
 from exporter.replicas.engine_pods import build_engine_pod_collectors
 from tests.kube.objects import engine_deployment
@@ -40,7 +40,9 @@ def test_startup_phases_of_a_deployment_from_a_real_control_plane(kube_cluster: 
     cluster = kube_cluster
     cluster.add_node(NODE, capacity={"nvidia.com/gpu": "2"}, labels={"pool": "startup"})
     ns = cluster.namespace("startup")
-    (collector,) = build_engine_pod_collectors(Cluster(routes=Routes(enabled=False)), str(cluster.admin_kubeconfig))
+    (collector,) = build_engine_pod_collectors(
+        Cluster(routes=Routes(enabled=False), audit=Audit(enabled=False)), str(cluster.admin_kubeconfig)
+    )
     collector.start()
     try:
         wait_for(collector.ready, 60, "the first list of pods")

@@ -120,9 +120,9 @@ def test_exposition() -> None:
         model.Route("HTTPRoute", NS, "api", ((("vllm",), None, "spec"),), None),
     ]
     assert render(families(timeouts, routes)) == (
-        "# HELP llm_route_timeout_seconds The shortest timeout an Ingress or HTTPRoute applies to requests it sends "
-        "to an engine Service (source: annotation, spec, or the configured default when unset). Longer generations "
-        "are cut.\n"
+        "# HELP llm_route_timeout_seconds The shortest timeout an Ingress, HTTPRoute or OpenShift Route applies to "
+        "requests it sends to an engine Service (source: annotation, spec, or the configured default when unset). "
+        "Longer generations are cut.\n"
         "# TYPE llm_route_timeout_seconds gauge\n"
         'llm_route_timeout_seconds{namespace="llm",route="chat",kind="Ingress",source="default"} 60\n'
         "# HELP llm_route_buffering 1 when the route's proxy buffers engine responses (ingress-nginx proxy-buffering "
@@ -130,3 +130,33 @@ def test_exposition() -> None:
         "# TYPE llm_route_buffering gauge\n"
         'llm_route_buffering{namespace="llm",route="chat",kind="Ingress"} 1\n'
     )
+
+
+def openshift_route(name: str, service: str, timeout: str | None = None) -> dict[str, Any]:
+    annotations = {model.HAPROXY_TIMEOUT: timeout} if timeout is not None else {}
+    return {
+        "metadata": {"namespace": NS, "name": name, "annotations": annotations},
+        "spec": {"host": "chat.apps.example.com", "to": {"kind": "Service", "name": service, "weight": 100},
+                 "alternateBackends": [{"kind": "Service", "name": f"{service}-canary", "weight": 10}]},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("30s", 30), ("5m", 300), ("2h", 7200), ("500ms", 0.5), ("90000", 90)])
+def test_haproxy_times(text: str, seconds: float) -> None:
+    assert model.haproxy_timeout(text) == seconds
+
+
+def test_openshift_route_timeout_annotation_and_the_routers_default() -> None:
+    default = model.OPENSHIFT_DEFAULT_TIMEOUT_SECONDS
+    plain = model.openshift_route_record(openshift_route("plain", "vllm"), default)
+    assert plain.rules == ((("vllm", "vllm-canary"), 30.0, "default"),)
+    assert plain.buffering is None  # HAProxy streams; nothing to say per route
+    long = model.openshift_route_record(openshift_route("long", "vllm", "10m"), default)
+    assert long.rules[0][1:] == (600.0, "annotation")
+    broken = model.openshift_route_record(openshift_route("broken", "vllm", "ten minutes"), default)
+    assert broken.rules[0][1:] == (30.0, "default")  # the router ignores it too
+    timeouts = model.engine_route_timeouts([plain, long], {(NS, "vllm")})
+    assert [(t.kind, t.name, t.timeout_seconds) for t in timeouts] == [
+        ("Route", "long", 600.0),
+        ("Route", "plain", 30.0),
+    ]

@@ -89,7 +89,7 @@ def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_clust
 
     def routes_collector() -> Any:
         collectors = build_engine_pod_collectors(ClusterConfig(), str(cluster.admin_kubeconfig))
-        assert [c.name for c in collectors] == ["routes", "replicas"]  # one engine-pod watch feeds both
+        assert [c.name for c in collectors] == ["routes", "replicas", "audit"]  # one engine-pod watch feeds two
         return collectors[0]
 
     ns = cluster.namespace("routes")
@@ -131,8 +131,10 @@ def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_clust
         chat["metadata"]["annotations"] = {}
         cluster.must("PUT", f"/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses/chat", chat)
         wait_for(
-            lambda: f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Ingress",source="default"}} 60'
-            in lines_for(render(collector.collect()), ns),
+            lambda: (
+                f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Ingress",source="default"}} 60'
+                in lines_for(render(collector.collect()), ns)
+            ),
             30,
             "the edited Ingress",
         )

@@ -1,0 +1,64 @@
+"""autoscaler-cooldown-short: replicas scaled away sooner than one cold start after the load went."""
+
+from __future__ import annotations
+
+from exporter.audit.base import (
+    DEFAULT_COLD_START_SECONDS,
+    Check,
+    Outcome,
+    Subject,
+    fail,
+    na,
+    ok,
+    pick,
+    seconds,
+    unknown,
+)
+from exporter.audit.model import Autoscaler, Surroundings, autoscalers_of, duration_seconds
+
+HPA_DEFAULT_WINDOW = 300  # autoscaling/v2 scaleDown.stabilizationWindowSeconds default
+KEDA_DEFAULT_COOLDOWN = 300  # ScaledObject cooldownPeriod default
+AIBRIX_DELAY = "kpa.autoscaling.aibrix.ai/scale-down-delay"
+
+
+def _waits(a: Autoscaler) -> list[tuple[str, float]]:
+    """The scale-down delays of `a` that apply: the HPA window, and KEDA's cooldown when it may reach zero."""
+    if a.kind == "aibrix":  # KPA's delay is an annotation; APA's and the default are the controller's
+        delay = duration_seconds(a.annotations.get(AIBRIX_DELAY, ""))
+        return [(AIBRIX_DELAY, delay)] if delay is not None else []
+    window = HPA_DEFAULT_WINDOW if a.scale_down_window is None else a.scale_down_window
+    waits: list[tuple[str, float]] = [
+        ("scaleDown.stabilizationWindowSeconds" + (" (default)" if a.scale_down_window is None else ""), window)
+    ]
+    if a.kind == "keda" and a.min_replicas < 1:
+        cooldown = KEDA_DEFAULT_COOLDOWN if a.cooldown is None else a.cooldown
+        waits.append(("cooldownPeriod" + (" (default)" if a.cooldown is None else ""), cooldown))
+    return waits
+
+
+def evaluate(subject: Subject, around: Surroundings) -> Outcome:
+    scalers = autoscalers_of(subject.workload, around)
+    if not scalers:
+        return na("no autoscaler targets this workload")
+    threshold = pick(subject.measured.cold_start_seconds, DEFAULT_COLD_START_SECONDS)
+    short = [f"{a.kind} {a.name}: {what} {seconds(v)}" for a in scalers for what, v in _waits(a) if v < threshold.value]
+    if short:
+        return fail(
+            f"scales down after less than the cold start ({seconds(threshold.value)}): " + "; ".join(short), threshold
+        )
+    if not any(_waits(a) for a in scalers):
+        return unknown("an AIBrix PodAutoscaler's scale-down delay is its controller's setting", threshold)
+    return ok(f"every scale-down waits at least {seconds(threshold.value)}", threshold)
+
+
+CHECK = Check(
+    id="autoscaler-cooldown-short",
+    severity="warning",
+    reason="Scaling down aggressively means paying another cold start soon after, so the cooldown must "
+    "respect the cold start (the write-ups' ScaledObject waits 10 minutes).",
+    fix="Set the scale-down stabilization window (HPA spec.behavior.scaleDown.stabilizationWindowSeconds, KEDA "
+    "advanced.horizontalPodAutoscalerConfig.behavior) and KEDA's cooldownPeriod to at least the measured "
+    "cold start (llm_replica_startup_seconds p90; 600 s when not measured).",
+    reads=("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"),
+    evaluate=evaluate,
+)

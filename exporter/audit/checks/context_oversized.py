@@ -1,0 +1,68 @@
+"""context-oversized: the engine reserves KV cache for a context the product never uses."""
+
+from __future__ import annotations
+
+import re
+
+from exporter.audit.base import Check, Outcome, Subject, fail, ok, unknown
+from exporter.audit.model import Container, Surroundings
+
+# engine -> the argument or environment variable that caps the context
+_FLAGS = {
+    "vllm": (("--max-model-len", "--max_model_len"), ("VLLM_MAX_MODEL_LEN",)),
+    "sglang": (("--context-length",), ()),
+    # TGI: the total tokens, or the input cap the product chose (either one says the context was sized)
+    "tgi": (
+        ("--max-total-tokens", "--max-input-tokens", "--max-input-length"),
+        ("MAX_TOTAL_TOKENS", "MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH"),
+    ),
+    "llamacpp": (("-c", "--ctx-size"), ("LLAMA_ARG_CTX_SIZE",)),
+    "lmdeploy": (("--session-len",), ()),
+    "trtllm": (("--max_seq_len", "--max-seq-len"), ()),
+}
+OVERSIZE_FACTOR = 4.0  # a limit this many times the tokens really used per request reserves cache for nothing
+
+
+def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
+    """(the argument or variable that sets it, the limit in tokens), None when the engine's default stands."""
+    flags, envs = _FLAGS.get(engine, ((), ()))
+    words = " ".join(c.argv).split()
+    for i, word in enumerate(words):
+        name, _, value = word.partition("=")
+        if name in flags:
+            text = value or (words[i + 1] if i + 1 < len(words) else "")
+            digits = re.match(r"\d+", text.strip("\"'"))
+            if digits:
+                return name, int(digits.group())
+    for name, value in c.env:
+        if name in envs and value.strip().isdigit():
+            return name, int(value)
+    return None
+
+
+def evaluate(subject: Subject, around: Surroundings) -> Outcome:
+    if subject.engine not in _FLAGS:
+        return unknown("engine not recognised from the command or image: its context flag is unknown")
+    found = context_limit(subject.engine, subject.engine_container)
+    if found is None:
+        flags = "/".join(_FLAGS[subject.engine][0])
+        return fail(f"no {flags}: the engine reserves KV cache for the model's full context")
+    flag, limit = found
+    used = subject.measured.context_tokens
+    if used is None:
+        return ok(f"{flag} {limit}")
+    if limit > OVERSIZE_FACTOR * used:
+        return fail(f"{flag} {limit}, over {OVERSIZE_FACTOR:g}× the {used:.0f} tokens used per request")
+    return ok(f"{flag} {limit}, used {used:.0f} per request")
+
+
+CHECK = Check(
+    id="context-oversized",
+    severity="info",
+    reason="Set the maximum context to what the product needs, not the model's limit: a 128K context when the "
+    "longest real prompt is 6K reserves KV cache for requests that never come.",
+    fix="Set the engine's context limit (vLLM --max-model-len, SGLang --context-length, TGI --max-total-tokens, "
+    "llama-server --ctx-size) to the longest real prompt plus the longest answer.",
+    reads=(),
+    evaluate=evaluate,
+)

@@ -1,0 +1,86 @@
+"""Plain object dicts (a manifest's documents, or lists from the API server) sorted into the checks' model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from exporter.audit import model
+from exporter.audit.model import Source, Surroundings, Workload
+
+# Kinds read and not audited themselves; any other kind is skipped with a note
+_CONTEXT_KINDS = {
+    "HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler", "PodDisruptionBudget", "Service", "Ingress",
+    "HTTPRoute", "Route", "InferencePool", "Node", "Pod",
+}  # fmt: skip
+# Kinds a deployment commonly carries that no check reads: not worth a note each
+_QUIET_KINDS = {
+    "ConfigMap", "Secret", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding",
+    "Namespace", "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "NetworkPolicy",
+    "CustomResourceDefinition", "ServiceMonitor", "PodMonitor", "PrometheusRule", "Gateway", "GatewayClass",
+    "DaemonSet", "Job", "CronJob", "InferenceObjective", "InferenceModel", "TriggerAuthentication",
+    "ClusterTriggerAuthentication", "ReferenceGrant", "PriorityClass", "ResourceQuota", "LimitRange",
+    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "Certificate", "Issuer", "Kustomization",
+    "Component",
+}  # fmt: skip
+
+
+@dataclass
+class Inventory:
+    workloads: list[Workload] = field(default_factory=list)
+    around: Surroundings = field(default_factory=Surroundings)
+    skipped: dict[str, int] = field(default_factory=dict)  # kinds no check reads, with how many
+
+
+def add(
+    inv: Inventory, obj: Mapping[str, Any], source: Source = model.NO_SOURCE, default_namespace: str = "default"
+) -> None:
+    """Sort one object into `inv`: a workload, an object around one, or a skipped kind."""
+    kind = str(obj.get("kind") or "")
+    ns = default_namespace
+    if kind in model.WORKLOAD_KINDS:
+        w = model.workload(obj, ns, source)
+        if w is not None:
+            inv.workloads.append(w)
+            inv.around.workloads.append(w)
+        return
+    if kind in ("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"):
+        a = model.autoscaler(obj, ns, source)
+        if a is not None:
+            inv.around.autoscalers.append(a)
+            return
+    elif kind == "PodDisruptionBudget":
+        if (p := model.pdb(obj, ns)) is not None:
+            inv.around.pdbs.append(p)
+        return
+    elif kind == "Service":
+        if (s := model.service(obj, ns)) is not None:
+            inv.around.services.append(s)
+        return
+    elif kind in ("Ingress", "HTTPRoute", "Route"):
+        f = model.frontend(obj, ns, source)
+        if f is not None:
+            inv.around.frontends.append(f)
+            return
+    elif kind == "InferencePool":
+        pool = model.inference_pool(obj, ns)
+        if pool is not None:
+            inv.around.inference_pools.append(pool)
+            return
+    elif kind == "Node":
+        if (n := model.node(obj)) is not None:
+            inv.around.nodes = [*(inv.around.nodes or []), n]
+        return
+    if kind not in _QUIET_KINDS:
+        label = (
+            f"{obj.get('apiVersion', '')}/{kind}".lstrip("/") if kind else "document(s) that are not Kubernetes objects"
+        )
+        inv.skipped[label] = inv.skipped.get(label, 0) + 1
+
+
+def build(objects: Iterable[Mapping[str, Any]], default_namespace: str = "default") -> Inventory:
+    inv = Inventory()
+    for obj in objects:
+        add(inv, obj, default_namespace=default_namespace)
+    return inv

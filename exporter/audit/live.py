@@ -1,0 +1,114 @@
+"""The objects of a live cluster, through `exporter.sources.kube`: which resources the audit reads, and how.
+
+The API server's lists carry neither `kind` nor `apiVersion` on their items: each transform stamps them
+back, then reduces the object to the audit's model (the same pure functions as for manifests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from exporter.audit import inventory, model
+from exporter.audit.inventory import Inventory
+from exporter.audit.recognise import Recognition, engine_container, is_router
+from exporter.sources.kube import Reflector, Reflectors
+
+# resource -> (apiVersion, kind, optional: a CRD that may be absent or a grant that may be missing)
+RESOURCES: dict[str, tuple[str, str, bool]] = {
+    # every one optional: a grant missing after an upgrade must not hold back the cluster role's readiness
+    "deployments": ("apps/v1", "Deployment", True),
+    "statefulsets": ("apps/v1", "StatefulSet", True),
+    "leaderworkersets": ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", True),
+    "horizontalpodautoscalers": ("autoscaling/v2", "HorizontalPodAutoscaler", True),
+    "scaledobjects": ("keda.sh/v1alpha1", "ScaledObject", True),
+    "podautoscalers": ("autoscaling.aibrix.ai/v1alpha1", "PodAutoscaler", True),
+    "poddisruptionbudgets": ("policy/v1", "PodDisruptionBudget", True),
+    "services": ("v1", "Service", True),
+    "ingresses": ("networking.k8s.io/v1", "Ingress", True),
+    "httproutes": ("gateway.networking.k8s.io/v1", "HTTPRoute", True),
+    "routes": ("route.openshift.io/v1", "Route", True),
+    "inferencepools": ("inference.networking.k8s.io/v1", "InferencePool", True),
+    "nodes": ("v1", "Node", True),
+}
+
+
+WORKLOAD_RESOURCES = ("deployments", "statefulsets", "leaderworkersets")
+
+
+def stamp(resource: str, keep: Recognition | None = None) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The transform of `resource`: the object with its kind and apiVersion, less what no check reads (a node's
+    status but its capacity). With `keep`, a workload that is neither an engine nor a router is not kept: the
+    cluster role holds the few that matter, not every Deployment of the cluster."""
+    api_version, kind, _ = RESOURCES[resource]
+
+    def transform(obj: dict[str, Any]) -> dict[str, Any] | None:
+        meta = obj.get("metadata") or {}
+        kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations", "ownerReferences") if k in meta}
+        body: dict[str, Any] = {"spec": obj["spec"]} if "spec" in obj else {}
+        if resource == "nodes":
+            body["status"] = {"capacity": (obj.get("status") or {}).get("capacity") or {}}
+        out = {"apiVersion": api_version, "kind": kind, "metadata": kept, **body}
+        if keep is not None and resource in WORKLOAD_RESOURCES:
+            w = model.workload(out)
+            relevant = w is not None and (
+                engine_container(w, keep) is not None or any(is_router(c) for p in w.pods for c in p.containers)
+            )
+            return out if relevant else None
+        return out
+
+    return transform
+
+
+def reflectors(api: Any, namespace: str | None = None, keep: Recognition | None = None, **options: Any) -> Reflectors:
+    """One reflector per resource the checks read (nodes cluster-wide), not started; `keep`: see `stamp`.
+
+    Written out one by one: the RBAC test finds each watch (and its grant) by reading this code.
+    """
+
+    def optional(resource: str) -> dict[str, Any]:
+        absent_ok = RESOURCES[resource][2]
+        return {"transform": stamp(resource, keep), "namespace": namespace, "optional": absent_ok, **options}
+
+    return Reflectors(
+        {
+            "deployments": Reflector(api, "deployments", **optional("deployments")),
+            "statefulsets": Reflector(api, "statefulsets", **optional("statefulsets")),
+            "leaderworkersets": Reflector(api, "leaderworkersets", **optional("leaderworkersets")),
+            "horizontalpodautoscalers": Reflector(
+                api, "horizontalpodautoscalers", **optional("horizontalpodautoscalers")
+            ),
+            "scaledobjects": Reflector(api, "scaledobjects", **optional("scaledobjects")),
+            "podautoscalers": Reflector(api, "podautoscalers", **optional("podautoscalers")),
+            "poddisruptionbudgets": Reflector(api, "poddisruptionbudgets", **optional("poddisruptionbudgets")),
+            "services": Reflector(api, "services", **optional("services")),
+            "ingresses": Reflector(api, "ingresses", **optional("ingresses")),
+            "httproutes": Reflector(api, "httproutes", **optional("httproutes")),
+            "routes": Reflector(api, "routes", **optional("routes")),
+            "inferencepools": Reflector(api, "inferencepools", **optional("inferencepools")),
+            "nodes": Reflector(api, "nodes", **{**optional("nodes"), "namespace": None}),  # cluster-scoped
+        }
+    )
+
+
+def collect(views: Mapping[str, Reflector[dict[str, Any]]]) -> Inventory:
+    """The inventory of the reflectors' current views; nodes stay unseen (None) when they are not granted."""
+    inv = Inventory()
+    for reflector in views.values():
+        for obj in reflector.items().values():
+            inventory.add(inv, obj)
+    nodes = views.get("nodes")
+    if nodes is not None and nodes.available() and inv.around.nodes is None:
+        inv.around.nodes = []
+    inv.skipped.clear()
+    return inv
+
+
+def unavailable(views: Mapping[str, Reflector[dict[str, Any]]]) -> list[str]:
+    """The optional resources that are not served or not granted (their checks see nothing of them)."""
+    return [name for name, r in views.items() if r.synced() and not r.available()]
+
+
+def pods_reflector(api: Any) -> Reflector[model.Pod]:
+    """Every running pod, reduced to where it runs and whether it asks for a GPU (non-gpu-pods-on-gpu-nodes)."""
+    return Reflector(api, "pods", transform=model.pod, optional=True)

@@ -1,0 +1,63 @@
+"""Manifests as text (plain YAML, multi-document, `helm template` and `kustomize build` output) to objects (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from exporter.audit.model import Source
+
+
+class ManifestError(Exception):
+    """A document that is not YAML, or not a Kubernetes object: names the file and position."""
+
+
+@dataclass(frozen=True)
+class Document:
+    obj: dict[str, Any]
+    source: Source
+
+
+def documents(text: str, name: str) -> Iterator[Document]:
+    """Each object of `text`, with the line its document starts on; `List` kinds are unpacked.
+
+    Raises ManifestError at the first document that does not parse, after yielding the ones before it.
+    """
+    try:
+        loader = yaml.SafeLoader(text)  # reads the stream at once: a control character fails here
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{name}: not YAML: {exc}") from exc
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            line = node.start_mark.line + 1
+            data = loader.construct_document(node)
+            if data is None:
+                continue
+            if not isinstance(data, dict):  # a list or a scalar: not an object (counted as such by the inventory)
+                yield Document({}, Source(name, line))
+                continue
+            yield from _unpack(data, Source(name, line), name)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
+        raise ManifestError(f"{where}: not YAML: {exc.problem or exc.context}") from exc
+    except yaml.YAMLError as exc:
+        raise ManifestError(f"{name}: not YAML: {exc}") from exc
+    finally:
+        loader.dispose()
+
+
+def _unpack(data: dict[str, Any], source: Source, name: str) -> Iterator[Document]:
+    kind = str(data.get("kind") or "")
+    if kind == "List" or (kind.endswith("List") and isinstance(data.get("items"), list)):
+        for item in data.get("items") or []:
+            if isinstance(item, dict):
+                yield Document(item, source)
+        return
+    yield Document(data, source)

@@ -1,0 +1,91 @@
+"""Run the registry over every engine workload: one finding per workload and check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from exporter.audit.base import Check, Measured, Outcome, Subject, na, unknown
+from exporter.audit.checks import CHECKS
+from exporter.audit.model import Surroundings, Workload
+from exporter.audit.recognise import DEFAULT, Recognition, container_engine, engine_container
+
+NOTHING_MEASURED = Measured()
+SKIP_ANNOTATION = "llm-exporter.io/audit-skip"
+
+
+@dataclass(frozen=True)
+class Finding:
+    workload: Workload
+    check: Check
+    outcome: Outcome
+
+    def record(self) -> dict[str, str | float | None]:
+        """The JSON record of the command's `--output json` (the issue's fields), plus detail and threshold."""
+        w, c, o = self.workload, self.check, self.outcome
+        return {
+            "namespace": w.namespace,
+            "kind": w.kind,
+            "name": w.name,
+            "check": c.id,
+            "status": o.status,
+            "severity": c.severity,
+            "reason": c.reason,
+            "fix": c.fix,
+            "threshold_source": o.threshold_source,
+            "detail": o.detail,
+            "threshold": None if o.threshold is None else o.threshold.value,  # seconds (tokens: context)
+        }
+
+
+def skipped(w: Workload) -> set[str]:
+    """The check ids the workload opts out of (`llm-exporter.io/audit-skip: "id,id"`, on it or its pods)."""
+    text = ",".join(filter(None, (w.annotations.get(SKIP_ANNOTATION), w.pod.annotations.get(SKIP_ANNOTATION))))
+    return {part.strip() for part in text.split(",") if part.strip()}
+
+
+def engines(workloads: Iterable[Workload], how: Recognition = DEFAULT) -> list[Workload]:
+    return [w for w in workloads if engine_container(w, how) is not None]
+
+
+def audit_workload(
+    w: Workload,
+    around: Surroundings,
+    measured: Measured = NOTHING_MEASURED,
+    checks: Sequence[Check] = CHECKS,
+    how: Recognition = DEFAULT,
+) -> list[Finding]:
+    """The findings of `w` (an engine workload: [] when it is not one)."""
+    c = engine_container(w, how)
+    if c is None:
+        return []
+    subject = Subject(w, c, container_engine(c) or "", measured)
+    opted_out = skipped(w)
+    return [
+        Finding(
+            w,
+            check,
+            na(f"skipped by {SKIP_ANNOTATION}") if check.id in opted_out else _evaluate(check, subject, around),
+        )
+        for check in checks
+    ]
+
+
+def _evaluate(check: Check, subject: Subject, around: Surroundings) -> Outcome:
+    """The check's outcome; an object shaped as no check expected makes that one check unknown, not the audit."""
+    try:
+        return check.evaluate(subject, around)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        return unknown(f"cannot evaluate: {type(exc).__name__}: {exc}")
+
+
+def audit(
+    workloads: Iterable[Workload],
+    around: Surroundings,
+    measured: Callable[[Workload], Measured] = lambda w: Measured(),
+    how: Recognition = DEFAULT,
+) -> list[Finding]:
+    found: list[Finding] = []
+    for w in sorted(workloads, key=lambda w: (w.namespace, w.kind, w.name)):
+        found += audit_workload(w, around, measured(w), how=how)
+    return found

@@ -1,0 +1,155 @@
+"""`llm-exporter audit -f`: manifests in, text / JSON / SARIF out, exit 0 / 1 / 2; bad input named."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import yaml
+
+from exporter.cli import parser
+from tests.audit import objects as o
+from tests.audit.test_checks import healthy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def audit(*argv: str, stdin: str = "") -> tuple[int, str, str]:
+    from exporter.audit.cli import run
+
+    args = parser("audit").parse_args(["audit", *argv])
+    out, err = io.StringIO(), io.StringIO()
+    rc = run(args, out, err, io.StringIO(stdin))
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _write(path: Path, objs: list[o.Obj]) -> Path:
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    return path
+
+
+def test_healthy_manifests_exit_0(tmp_path: Path) -> None:
+    rc, out, err = audit("-f", str(_write(tmp_path / "ok.yaml", healthy())))
+    assert rc == 0, out + err
+    assert out.endswith("1 engine workload(s): 0 failing, 1 unknown, 15 passing, 2 not applicable\n")
+    assert err == ""
+
+
+def test_failing_exit_1_and_json_fields(tmp_path: Path) -> None:
+    objs = [o.changed(o.engine(), lifecycle=None), *healthy()[1:]]
+    rc, out, _ = audit("-f", str(_write(tmp_path / "x.yaml", objs)), "--output", "json")
+    assert rc == 1
+    records = json.loads(out)
+    assert len(records) == 18
+    (prestop,) = [r for r in records if r["check"] == "no-prestop"]
+    assert prestop == {
+        "namespace": "inference",
+        "kind": "Deployment",
+        "name": "vllm",
+        "check": "no-prestop",
+        "status": "fail",
+        "severity": "warning",
+        "reason": prestop["reason"],
+        "fix": prestop["fix"],
+        "threshold_source": "default",
+        "detail": "container vllm has no lifecycle.preStop",
+        "threshold": None,
+    }
+    (grace,) = [r for r in records if r["check"] == "grace-period-short"]
+    assert (grace["status"], grace["threshold"], grace["threshold_source"]) == ("pass", 30.0, "default")
+
+
+def test_stdin_lists_and_helm_style_documents() -> None:
+    text = (
+        "---\n# Source: chart/templates/x.yaml\n"
+        + yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [o.engine(), o.pdb()]})
+        + "---\n---\n"
+    )
+    rc, out, _err = audit("-f", "-", stdin=text)
+    assert rc == 1
+    assert "inference/Deployment/vllm  (<stdin>:3)" in out
+    assert "no-pdb" not in out  # the PDB in the List was read
+
+
+def test_unknown_kinds_are_noted_and_skipped(tmp_path: Path) -> None:
+    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "m"}}
+    rc, _out, err = audit("-f", str(_write(tmp_path / "m.yaml", [*healthy(), isvc, {"kind": "ConfigMap"}])))
+    assert rc == 0
+    assert err == "audit: note: skipped 1 serving.kserve.io/v1beta1/InferenceService (no check reads this kind)\n"
+
+
+def test_broken_yaml_is_named_and_the_rest_still_audited(tmp_path: Path) -> None:
+    good = _write(tmp_path / "a.yaml", [o.changed(o.engine(), lifecycle=None), *healthy()[1:]])
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata:\n  name: [unclosed\n")
+    rc, out, err = audit("-f", str(tmp_path))
+    assert rc == 2
+    assert err.startswith(f"audit: {tmp_path / 'b.yaml'}:5:1: not YAML")
+    assert "FAIL no-prestop" in out and str(good) in out
+
+
+def test_a_control_character_is_bad_yaml(tmp_path: Path) -> None:
+    (tmp_path / "nul.yaml").write_text("apiVersion: v1\nkind: Service\x00\n")
+    rc, _, err = audit("-f", str(tmp_path / "nul.yaml"))
+    assert rc == 2
+    assert err.startswith(f"audit: {tmp_path / 'nul.yaml'}: not YAML: unacceptable character #x0000")
+
+
+def test_a_scalar_document_and_an_unreadable_file(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text("just text\n")
+    rc, _, err = audit("-f", str(tmp_path / "s.yaml"), "-f", str(tmp_path / "missing.yaml"))
+    assert rc == 2
+    assert "audit: note: skipped 1 document(s) that are not Kubernetes objects (no kind)" in err
+    assert f"{tmp_path / 'missing.yaml'}: cannot read: No such file or directory" in err
+
+
+def test_no_engine_workload_exits_2_with_a_clear_message(tmp_path: Path) -> None:
+    router = o.engine("router", image="lmcache/lmstack-router:latest", args=("--routing-logic", "roundrobin"))
+    rc, out, err = audit("-f", str(_write(tmp_path / "r.yaml", [router, o.service("router")])))
+    assert (rc, out) == (2, "")
+    assert "no engine workload found (1 Deployment/StatefulSet/LeaderWorkerSet read" in err
+
+
+def test_the_repositorys_own_deploy_has_no_engine_to_audit() -> None:
+    # deploy/ holds the exporter itself (a Deployment and a DaemonSet, not engines) and a KEDA example whose
+    # target Deployment is the user's: nothing to audit there, said as such
+    rc, out, err = audit("-f", str(ROOT / "deploy"))
+    assert rc == 2 and out == ""
+    assert (
+        "no engine workload found (1 Deployment/StatefulSet/LeaderWorkerSet read: "
+        "default/Deployment/llm-exporter-cluster;" in err
+    )
+
+
+def test_the_keda_example_passes_beside_an_engine(tmp_path: Path) -> None:
+    # the repository's example ScaledObject, applied to a Deployment of that name: every autoscaler check passes
+    engine = o.engine("vllm-llama")
+    _write(tmp_path / "engine.yaml", [engine, o.pdb("vllm-llama"), o.inference_pool("vllm-llama")])
+    rc, out, _err = audit(
+        "-f", str(tmp_path / "engine.yaml"), "-f", str(ROOT / "deploy/examples/keda-scaledobject.yaml"), "-v"
+    )
+    assert rc == 0, out
+    for check in ("autoscaler-utilization-signal", "autoscaler-scale-to-zero", "autoscaler-cooldown-short",
+                  "keda-null-as-zero", "fixed-replicas"):  # fmt: skip
+        assert f"ok   {check} " in out
+
+
+def test_manifests_refuse_live_options(tmp_path: Path) -> None:
+    rc, _, err = audit("-f", str(tmp_path), "--prometheus", "http://localhost:9090")
+    assert rc == 2 and "--prometheus and --kubeconfig are for a live cluster" in err
+
+
+def test_live_without_a_configuration_or_a_reachable_cluster(tmp_path: Path) -> None:
+    rc, out, err = audit("--kubeconfig", str(tmp_path / "missing"))
+    assert (rc, out) == (2, "")
+    assert err.startswith(f"audit: no Kubernetes configuration ({tmp_path / 'missing'})")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))  # fmt: skip
+    rc, out, err = audit("--kubeconfig", str(kubeconfig), "--timeout", "1")
+    assert (rc, out) == (2, "")
+    assert err.startswith("audit: the cluster did not list deployments, statefulsets,") and "within 1 s" in err

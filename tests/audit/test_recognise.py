@@ -1,0 +1,148 @@
+"""Which workloads are engines: by image (placeholders removed), command, port names, labels, the annotation;
+routers, endpoint pickers and adapters never are."""
+
+from __future__ import annotations
+
+import pytest
+
+from exporter.audit import model
+from exporter.audit.recognise import engine_container, engine_of, image_engine
+from tests.audit import objects as o
+
+
+@pytest.mark.parametrize(
+    ("image", "engine"),
+    [
+        ("vllm/vllm-openai:v0.10.0", "vllm"),
+        ("docker.io/vllm/vllm-openai@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "vllm"),
+        ("registry.example.com:5000/team/vllm:v1", "vllm"),
+        ("us-docker.pkg.dev/vertex-ai/vertex-vision-model-garden-dockers/pytorch-vllm-serve:20250312_0916", "vllm"),
+        ("rocm/vllm:latest", "vllm"),
+        ("${REGISTRY}/vllm-openai:${TAG}", "vllm"),
+        ("{{ .Values.registry }}/vllm/vllm-openai:{{ .Values.tag }}", "vllm"),
+        ("lmsysorg/sglang:v0.4.6.post1-cu124", "sglang"),
+        ("ghcr.io/huggingface/text-generation-inference:3.0.1", "tgi"),
+        ("ghcr.io/ggml-org/llama.cpp:server-cuda", "llamacpp"),
+        ("openmmlab/lmdeploy:v0.7.0-cu12", "lmdeploy"),
+        ("{{ .Values.image.repository }}:{{ .Values.image.tag }}", None),  # only a placeholder: undecided
+        ("$(IMAGE)", None),
+        ("nginx:1.27", None),
+        ("python:3.11-slim", None),
+    ],
+)
+def test_image_words(image: str, engine: str | None) -> None:
+    assert image_engine(image) == engine
+
+
+def workload(obj: o.Obj) -> model.Workload:
+    w = model.workload(obj)
+    assert w is not None
+    return w
+
+
+def test_the_command_decides_where_the_image_cannot() -> None:
+    templated = o.changed(o.engine(), image="{{ .Values.image.repository }}:{{ .Values.image.tag }}",
+                          command=["vllm", "serve", "Qwen/Qwen2.5-7B-Instruct"])  # fmt: skip
+    assert engine_of(workload(templated)) == "vllm"
+    shell = o.changed(o.engine(), image="python:3.11", command=["sh", "-c"],
+                      args=["pip install vllm && python3 -m vllm.entrypoints.openai.api_server --model m"])  # fmt: skip
+    assert engine_of(workload(shell)) == "vllm"
+    triton = o.changed(o.engine(), image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+                       command=["trtllm-serve", "/models/llama"], args=[])  # fmt: skip
+    assert engine_of(workload(triton)) == "trtllm"
+    nothing = o.changed(o.engine(), image="$(IMAGE)", args=[])
+    assert engine_container(workload(nothing)) is None
+    port = o.changed(o.engine(), image="$(IMAGE)", args=[], ports=[{"name": "sglang", "containerPort": 30000}])
+    assert engine_of(workload(port)) == "sglang"
+
+
+@pytest.mark.parametrize(
+    ("image", "args"),
+    [
+        ("lmcache/lmstack-router:latest", ["--routing-logic", "roundrobin", "--service-discovery", "k8s"]),
+        ("registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0", ["--pool-name", "vllm-llama3-8b-instruct"]),
+        ("ghcr.io/llm-d/llm-d-inference-scheduler:v0.2.1", ["--poolName", "x"]),
+        ("ghcr.io/vllm-project/vllm-router:latest", []),  # the word vllm, but a router
+        ("aibrix/gateway-plugins:v0.4.0", []),
+    ],
+)
+def test_routers_and_pickers_are_not_engines(image: str, args: list[str]) -> None:
+    assert engine_container(workload(o.changed(o.engine(), image=image, args=args))) is None
+
+
+def test_an_adapter_sidecar_does_not_hide_the_engine() -> None:
+    obj = o.engine()
+    sidecar = {"name": "lora-adapter-syncer", "image": "us-central1-docker.pkg.dev/k8s-staging-images/"
+               "gateway-api-inference-extension/lora-syncer:main"}  # fmt: skip
+    obj["spec"]["template"]["spec"]["containers"].insert(0, sidecar)
+    c = engine_container(workload(obj))
+    assert c is not None and c.name == "vllm"
+
+
+def test_annotation_and_labels() -> None:
+    generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[])
+    assert engine_container(workload(generic)) is None
+    opted = o.changed(generic)
+    opted["spec"]["template"]["metadata"]["annotations"] = {"llm-exporter.io/scrape": "true"}
+    assert engine_container(workload(opted)) is not None and engine_of(workload(opted)) == ""
+    out = o.engine()
+    out["spec"]["template"]["metadata"]["annotations"] = {"llm-exporter.io/scrape": "false"}
+    assert engine_container(workload(out)) is None  # opted out, although it is vLLM
+    llmd = o.changed(generic)
+    llmd["spec"]["template"]["metadata"]["labels"]["llm-d.ai/inferenceServing"] = "true"
+    assert engine_container(workload(llmd)) is not None
+    aibrix = o.changed(generic)
+    aibrix["spec"]["template"]["metadata"]["labels"]["model.aibrix.ai/name"] = "llama"
+    assert engine_container(workload(aibrix)) is not None
+
+
+def test_a_statefulset_and_a_leaderworkerset() -> None:
+    sts = o.engine(kind="StatefulSet")
+    assert workload(sts).kind == "StatefulSet" and engine_of(workload(sts)) == "vllm"
+    pod = o.engine()["spec"]["template"]
+    group = {"size": 2, "leaderTemplate": pod, "workerTemplate": pod}
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "big"},
+           "spec": {"replicas": 2, "leaderWorkerTemplate": group}}  # fmt: skip
+    w = workload(lws)
+    assert (w.kind, w.namespace, w.replicas, len(w.pods)) == ("LeaderWorkerSet", "default", 2, 2)
+    assert engine_of(w) == "vllm"
+
+
+def test_the_cluster_roles_own_engine_selection_counts() -> None:
+    from exporter.audit.model import parse_label_selector
+    from exporter.audit.recognise import Recognition
+
+    generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[])
+    generic["spec"]["template"]["metadata"]["labels"]["tier"] = "inference"
+    selected = Recognition(selector=parse_label_selector("tier in (inference, serving),app"))
+    assert engine_container(workload(generic)) is None
+    assert engine_container(workload(generic), selected) is not None
+    other = Recognition(selector=parse_label_selector("tier=batch"))
+    assert engine_container(workload(generic), other) is None
+    prefixed = o.changed(generic)
+    prefixed["spec"]["template"]["metadata"]["annotations"] = {"example.com/scrape": "true"}
+    assert engine_container(workload(prefixed)) is None
+    assert engine_container(workload(prefixed), Recognition("example.com/scrape")) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "labels", "matches"),
+    [
+        ("app=vllm", {"app": "vllm"}, True),
+        ("app==vllm,tier!=batch", {"app": "vllm", "tier": "web"}, True),
+        ("app=vllm,tier!=batch", {"app": "vllm", "tier": "batch"}, False),
+        ("tier notin (batch, dev),gpu", {"tier": "prod", "gpu": "a100"}, True),
+        ("!canary", {"canary": "true"}, False),
+    ],
+)
+def test_label_selectors_as_kubectl_writes_them(text: str, labels: dict[str, str], matches: bool) -> None:
+    from exporter.audit.model import parse_label_selector
+
+    assert parse_label_selector(text).matches(labels) is matches
+
+
+def test_a_malformed_label_selector() -> None:
+    from exporter.audit.model import parse_label_selector
+
+    with pytest.raises(ValueError, match="not a label selector term: 'app ~ vllm'"):
+        parse_label_selector("app ~ vllm")
