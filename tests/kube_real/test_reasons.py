@@ -37,6 +37,7 @@ Obj = dict[str, Any]
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 SETTLE = 120.0
+SELECTOR_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 DRA_DRIVER = "gpu.example.com"
 H100_CLASS = "example-h100"
 H100_SELECTOR = f'device.driver == "{DRA_DRIVER}" && device.attributes["{DRA_DRIVER}"].model == "h100"'
@@ -89,10 +90,21 @@ class Run:
         return wait_for(lambda: self.bound(name), SETTLE, f"{name} bound")  # type: ignore[no-any-return]
 
     def verdict(self, name: str) -> dict[str, int]:
-        """The scheduler's FailedScheduling verdict for `name`, once it has one."""
-        return wait_for(  # type: ignore[no-any-return]
+        """The scheduler's FailedScheduling verdict for `name`, once it has one, on this scenario's nodes: the
+        nodes other tests of the shared control plane left are refused by the pod's selector on the run
+        label, and their count is taken off that entry."""
+        counts: dict[str, int] = wait_for(
             lambda: failed_scheduling(self.cluster, self.namespace, name), SETTLE, f"{name} FailedScheduling"
         )
+        nodes = self.cluster.must("GET", "/api/v1/nodes")["items"]
+        foreign = sum((n["metadata"].get("labels") or {}).get(RUN_LABEL) != self.run for n in nodes)
+        if foreign:
+            left = counts.get(SELECTOR_MISMATCH, 0) - foreign
+            assert left >= 0, (counts, foreign)  # every foreign node must be refused by the selector
+            counts = {k: v for k, v in counts.items() if k != SELECTOR_MISMATCH}
+            if left:
+                counts[SELECTOR_MISMATCH] = left
+        return counts
 
     def what_else_blocks(self, pod: Obj) -> dict[str, int]:
         """Create `pod` without GPUs (on the GPU nodes only, see `without_gpus`): {} when it schedules, else
