@@ -96,8 +96,12 @@ class Checker:
                 inner = selectors(query.expr[hidden.empty.start : hidden.empty.end])
                 reasons.extend(p for s in _unique(inner) if (p := self.diagnose(s)))
                 rules.append("or-constant-hides-empty")
+        for sel in _unique(parsed):
+            if note := self._deprecated(sel.name or _anchored_name(sel)):
+                reasons.append(f"{sel.name or sel}: {note}")
+                rules.append("deprecated-name")
         names_ = [s.name or _anchored_name(s) for s in parsed]
-        if query.scales_to_zero and names_ and all(n and owner(n) is not None for n in names_):
+        if query.scales_to_zero and names_ and all(_engine_pods_only(n) for n in names_):
             reasons.append(scale_from_zero_reason(query))
             rules.append("scale-from-zero")
         return Result(query, "warning" if reasons else "ok", reasons, rules=rules)
@@ -167,6 +171,12 @@ class Checker:
         found = names.explain(name, version, table)
         return found if found is not None and found.rule in LIVE_LINTS else None
 
+    def _deprecated(self, name: str) -> str:
+        """A name the running release still writes in the window of a declared rename ("" when none)."""
+        table = owner(name) if name else None
+        running = self.running().get(table.engine) if table is not None else None
+        return diagnosis.deprecated(name, running.version) if running is not None else ""
+
     def running(self) -> dict[str, diagnosis.Running]:
         """The running engines' releases: from the exporter's llm_engine_info, else from their own series."""
         if self._running is None:
@@ -191,6 +201,7 @@ class Checker:
                 if m.op in ("=", "=~") and m.value and m.value not in (".*", "(.*)"):
                     table = owner(sel.name)
                     gated = names.label_flag(table, [m]) if table is not None else None
+                    gated = gated or (names.label_renamed(table, sel.name, [m]) if table is not None else None)
                     why = f"; {gated.text}" if gated is not None else ""
                     return f"{sel.name}: no series has label {m.label!r}, so {m} matches nothing{why}"
                 continue
@@ -264,6 +275,12 @@ def _quote(value: str) -> str:
 
 def anchored_name(sel: Selector) -> str:
     return _anchored_name(sel)
+
+
+def _engine_pods_only(name: str) -> bool:
+    """`name` is written by the engine pods themselves (not by a router in a pod of its own)."""
+    table = owner(name) if name else None
+    return table is not None and table.in_engine_pods
 
 
 def _prefix(name: str) -> str:
