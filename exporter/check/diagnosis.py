@@ -102,14 +102,16 @@ def renamed_text(engine: EngineHistory, h: NameHistory) -> str:
     return text + (f"; {h.successor} writes {swaps}" if swaps else "")
 
 
-def deprecated(name: str, version: str, histories: Sequence[EngineHistory] | None = None) -> str:
-    """For a name `version` still writes: the declared rename it is in the window of ("" when none)."""
+def deprecated(name: str, version: str, histories: Sequence[EngineHistory] | None = None) -> Diagnosis | None:
+    """For a name `version` still writes: the declared rename it is in the window of (None when none). The
+    replacement is the successor, unless the rename also swapped a label: then the query changes by hand."""
     for engine in histories if histories is not None else engines():
         h = engine.lookup(name)
         key, since = parse_version(version), parse_version(h.renamed_in or "") if h else None
         if h is not None and h.successor and key is not None and since is not None and _pad(key) >= _pad(since):
-            return f"deprecated: {renamed_text(engine, h)}"
-    return ""
+            text = f"deprecated: {renamed_text(engine, h)}"
+            return Diagnosis(h.name, text, None if h.label_renames else h.successor)
+    return None
 
 
 def _pad(key: tuple[int, ...]) -> tuple[int, ...]:

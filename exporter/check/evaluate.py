@@ -96,15 +96,24 @@ class Checker:
                 inner = selectors(query.expr[hidden.empty.start : hidden.empty.end])
                 reasons.extend(p for s in _unique(inner) if (p := self.diagnose(s)))
                 rules.append("or-constant-hides-empty")
+        renames: dict[str, str] = {}
         for sel in _unique(parsed):
-            if note := self._deprecated(sel.name or _anchored_name(sel)):
-                reasons.append(f"{sel.name or sel}: {note}")
+            name = sel.name or _anchored_name(sel)
+            if (old := self._deprecated(name)) is not None:
+                reasons.append(f"{sel.name or sel}: {old.text}")
                 rules.append("deprecated-name")
+                if old.replacement:
+                    renames[_family(name, old.name)] = old.replacement
         names_ = [s.name or _anchored_name(s) for s in parsed]
         if query.scales_to_zero and names_ and all(_engine_pods_only(n) for n in names_):
             reasons.append(scale_from_zero_reason(query))
             rules.append("scale-from-zero")
-        return Result(query, "warning" if reasons else "ok", reasons, rules=rules)
+        fix = None
+        if renames:
+            fix = query.written
+            for before, after in renames.items():
+                fix = rename(fix, before, after)
+        return Result(query, "warning" if reasons else "ok", reasons, fix, renames, rules=rules)
 
     def diagnose(self, sel: Selector, renames: dict[str, str] | None = None, rules: list[str] | None = None) -> str:
         """Why `sel` returns nothing, or "" when it returns series; records a known rename in `renames` and
@@ -171,11 +180,11 @@ class Checker:
         found = names.explain(name, version, table)
         return found if found is not None and found.rule in LIVE_LINTS else None
 
-    def _deprecated(self, name: str) -> str:
-        """A name the running release still writes in the window of a declared rename ("" when none)."""
+    def _deprecated(self, name: str) -> diagnosis.Diagnosis | None:
+        """A name the running release still writes in the window of a declared rename (None when none)."""
         table = owner(name) if name else None
         running = self.running().get(table.engine) if table is not None else None
-        return diagnosis.deprecated(name, running.version) if running is not None else ""
+        return diagnosis.deprecated(name, running.version) if running is not None else None
 
     def running(self) -> dict[str, diagnosis.Running]:
         """The running engines' releases: from the exporter's llm_engine_info, else from their own series."""

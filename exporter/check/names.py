@@ -86,8 +86,15 @@ def label_renamed(table: EngineTable, name: str, matchers: Iterable[Matcher]) ->
 def deprecated(table: EngineTable, name: str, version: str) -> Finding | None:
     """A name `version` still writes in the window of a declared rename: the successor to move to, or None."""
     history = [h for h in engines() if h.engine == table.engine]
-    text = diagnosis.deprecated(name, version, history)
-    return Finding("deprecated-name", text, state="data") if text else None
+    found = diagnosis.deprecated(name, version, history)
+    if found is None:
+        return None
+    return Finding("deprecated-name", found.text, _sample(name, found.name, found.replacement), state="data")
+
+
+def _sample(name: str, family: str, successor: str | None) -> str | None:
+    """The successor spelled as the sample `name` is (a histogram's `_bucket` stays `_bucket`)."""
+    return successor + name[len(family) :] if successor and name.startswith(family) else successor
 
 
 DYNAMO_NOTE = (

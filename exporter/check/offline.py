@@ -91,7 +91,7 @@ class OfflineChecker:
             stored = self._stored(target, name)
             old = names.deprecated(target.table, name, target.version)
             if stored.state == DATA and old is not None:
-                return Verdict(DATA, f"{name}: {old.text}", old.rule)
+                return Verdict(DATA, f"{name}: {old.text}", old.rule, old.replacement)
             return stored
         found = names.explain(name, target.version, target.table)
         if found is None:  # not reached: explain answers for every name the release does not write
@@ -141,7 +141,9 @@ class OfflineChecker:
         reasons = [verdicts[s].reason for s in causes if verdicts[s].reason]
         rules = [verdicts[s].rule for s in causes if verdicts[s].rule]
         renames = dict(
-            _rename(s.name or anchored_name(s), v) for s, v in verdicts.items() if v.replacement and v.state == EMPTY
+            _rename(s.name or anchored_name(s), v)
+            for s, v in verdicts.items()
+            if v.replacement and (v.state == EMPTY or v.rule == "deprecated-name")
         )
         if state == DATA:  # data now, but on a name in a rename's window: say so, with the successor
             for v in verdicts.values():

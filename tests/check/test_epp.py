@@ -7,6 +7,9 @@ A name the release writes and no rename touches gets no verdict.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -75,9 +78,16 @@ def test_the_dual_write_releases_both_names_are_data(release: str) -> None:
         "warning",
         ["deprecated-name"],
         [f"{OLD_KV}: deprecated: {RENAMED}"],
-        None,
+        f"avg({NEW_KV})",  # --fix: the successor is written on this release
     )
     assert offline(f"llm-d-router=={release}", f"avg({NEW_KV})") == ("ok", [], [], None)
+
+
+def test_a_deprecated_histogram_is_fixed_sample_for_sample() -> None:
+    expr = "histogram_quantile(0.9, sum by (le) (rate(inference_objective_request_duration_seconds_bucket[5m])))"
+    status, rules, _, fix = offline("llm-d-router==v0.10.0", expr)
+    assert (status, rules) == ("warning", ["deprecated-name"])
+    assert fix == expr.replace("inference_objective_request_duration_seconds", "llm_d_epp_request_duration_seconds")
 
 
 def test_the_names_of_main_between_releases_are_written_by_no_release() -> None:
@@ -94,10 +104,10 @@ def test_the_label_rename_of_scheduler_attempts() -> None:
     assert (status, rules) == ("empty", ["label-renamed"])
     assert reasons == [f'llm_d_epp_scheduler_attempts_total{{pod_name="x"}}: {SWAP}']
     # the legacy family on its own label: data, with the successor and the label it must move to
-    status, rules, reasons, _ = offline(
+    status, rules, reasons, fix = offline(
         "llm-d-router==v0.9.0", 'rate(inference_extension_scheduler_attempts_total{pod_name="x"}[5m])'
     )
-    assert (status, rules) == ("warning", ["deprecated-name"])
+    assert (status, rules, fix) == ("warning", ["deprecated-name"], None)  # the label changes too: by hand
     assert reasons[0].endswith(
         "llm_d_epp_scheduler_attempts_total writes endpoint_name where inference_extension_scheduler_attempts_total "
         "wrote pod_name"
@@ -173,7 +183,12 @@ def test_live_check_on_router_v0_10_0(routers: dict[str, str]) -> None:
     url = routers["v0.10.0"]
     running = Checker(HttpPrometheus(url)).running()["llmd_epp"]
     assert (running.version, running.source) == ("v0.10.0", "inferred from its series")
-    assert live(url, f"avg({OLD_KV})") == ("warning", ["deprecated-name"], [f"{OLD_KV}: deprecated: {RENAMED}"], None)
+    assert live(url, f"avg({OLD_KV})") == (
+        "warning",
+        ["deprecated-name"],
+        [f"{OLD_KV}: deprecated: {RENAMED}"],
+        f"avg({NEW_KV})",
+    )
     assert live(url, f"avg({NEW_KV})") == ("ok", [], [], None)
     status, rules, reasons, fix = live(url, f"max({MAIN_KV}) > 0.8")
     assert (status, rules, fix) == ("empty", ["renamed"], f"max({NEW_KV}) > 0.8")
@@ -276,3 +291,22 @@ def test_llm_d_dashboard_live_agrees_with_offline(routers: dict[str, str]) -> No
         mine, theirs = offline_checker.check(preemptions), live_checker.check(preemptions)
         assert mine.rules == theirs.rules == ["counter-without-total"]
         assert mine.fix == theirs.fix and mine.fix is not None and "vllm:num_preemptions_total" in mine.fix
+
+
+def test_sarif_and_exit_code_of_the_router_lints(tmp_path: Path) -> None:
+    rules = [
+        {"record": "old_kv", "expr": f"avg({OLD_KV})"},
+        {"record": "by_pod", "expr": ATTEMPTS_BY_POD},
+        {"record": "healthy", "expr": f"avg({NEW_KV})"},
+    ]
+    path = tmp_path / "router.rules.json"
+    path.write_text(json.dumps({"groups": [{"name": "router", "rules": rules}]}))
+    command = [sys.executable, "-m", "exporter", "check", "--against", "llm-d-router==v0.10.0", "--output", "sarif"]
+    done = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    ids = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    assert sorted((ids[r["ruleIndex"]], r["ruleId"], r["level"]) for r in run["results"]) == [
+        ("deprecated-name", "deprecated-name", "warning"),
+        ("label-renamed", "label-renamed", "error"),
+    ]
