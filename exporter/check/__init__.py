@@ -14,7 +14,9 @@ Interface (the CLI in `cli.py` and the cluster watchdog use only these):
   with status "ok", "empty", "allowed" (empty as marked or expected) or "error"; `Checker.running()` gives
   the running engine releases.
 - `diagnosis.explain(name, running) -> Diagnosis(name, text, replacement) | None`: what the engines' release
-  histories (`history.engines()`, one `EngineHistory` per engine) say about a missing name.
+  histories (`history.engines()`, one `EngineHistory` per engine, and one for llm-d's endpoint picker from its
+  producer table) say about a missing name; `diagnosis.deprecated(name, version)`: a name still written in
+  the window of a declared rename (the EPP's dual-write), with its successor.
 - `fix.rewrite(text, results, json_file) -> str`; `report.record(result) -> dict` (file, location, expr,
   status, reasons, fix).
 

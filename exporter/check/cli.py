@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="ENGINE==VERSION",
         help="judge every query from the release tables of this engine release, without Prometheus (repeatable: "
-        "one per engine)",
+        "one per engine; llm-d's endpoint picker as llm-d-router==v0.10.0)",
     )
     parser.add_argument(
         "--from",

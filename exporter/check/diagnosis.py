@@ -46,7 +46,9 @@ def explain(
 def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running | None) -> Diagnosis:
     label = _label(engine.engine)
     parts = []
-    if h.removed_in:
+    if h.renamed_in and h.successor:
+        parts.append(renamed_text(engine, h))
+    elif h.removed_in:
         parts.append(f"{name} was removed in {label} {h.removed_in}")
         if h.hidden_since:
             parts[-1] += f" (hidden behind --show-hidden-metrics-for-version from {h.hidden_since})"
@@ -56,7 +58,9 @@ def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running 
         parts.append(f"{name} is exposed by every {label} release from {h.first} on: not scraped, or relabelled")
     else:
         parts.append(f"{name} is known to {label}, but no release exposes it by default")
-    if h.successor:
+    if h.renamed_in:
+        pass  # the rename's own sentence names the successor
+    elif h.successor:
         stable = f" (stable name {h.stable})" if h.stable else ""
         parts.append(f"its successor is {h.successor}{stable}")
     elif h.stable:
@@ -74,6 +78,46 @@ def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running 
     return Diagnosis(name, "; ".join(parts), h.successor or (h.stable if h.removed_in or h.hidden_since else None))
 
 
+def renamed_text(engine: EngineHistory, h: NameHistory) -> str:
+    """A declared rename with its dual-write window: "X was renamed to Y in llm-d router v0.9.0 (both written
+    from v0.9.0 on; X still written by v0.10.0, the newest release in the tables)"."""
+    label = _label(engine.engine)
+    newest = engine.releases.releases[-1].version
+    if not h.first:
+        text = (
+            f"{h.name} was renamed to {h.successor} before any {label} release (the old name lived only between "
+            f"releases); {h.successor} is written from {label} {h.renamed_in} on"
+        )
+    elif h.removed_in:
+        text = (
+            f"{h.name} was renamed to {h.successor} in {label} {h.renamed_in} (both written "
+            f"{h.renamed_in}..{h.last}; the old name removed in {h.removed_in})"
+        )
+    else:
+        text = (
+            f"{h.name} was renamed to {h.successor} in {label} {h.renamed_in} (both written from {h.renamed_in} on; "
+            f"the old name still written by {newest}, the newest release in the tables)"
+        )
+    swaps = ", ".join(f"{new} where {h.name} wrote {old}" for old, new in h.label_renames)
+    return text + (f"; {h.successor} writes {swaps}" if swaps else "")
+
+
+def deprecated(name: str, version: str, histories: Sequence[EngineHistory] | None = None) -> Diagnosis | None:
+    """For a name `version` still writes: the declared rename it is in the window of (None when none). The
+    replacement is the successor, unless the rename also swapped a label: then the query changes by hand."""
+    for engine in histories if histories is not None else engines():
+        h = engine.lookup(name)
+        key, since = parse_version(version), parse_version(h.renamed_in or "") if h else None
+        if h is not None and h.successor and key is not None and since is not None and _pad(key) >= _pad(since):
+            text = f"deprecated: {renamed_text(engine, h)}"
+            return Diagnosis(h.name, text, None if h.label_renames else h.successor)
+    return None
+
+
+def _pad(key: tuple[int, ...]) -> tuple[int, ...]:
+    return key + (0,) * (4 - len(key))
+
+
 def _not_yet(h: NameHistory, running: Running, label: str) -> list[str]:
     key = parse_version(running.version)
     first = parse_version(h.first)
@@ -84,7 +128,7 @@ def _not_yet(h: NameHistory, running: Running, label: str) -> list[str]:
 
 def _label(engine: str) -> str:
     labels = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp"}
-    return {**labels, "lmdeploy": "LMDeploy"}.get(engine, engine)
+    return {**labels, "lmdeploy": "LMDeploy", "llmd_epp": "llm-d router"}.get(engine, engine)
 
 
 def infer_running(families: Iterable[str], histories: Sequence[EngineHistory] | None = None) -> dict[str, Running]:

@@ -96,11 +96,24 @@ class Checker:
                 inner = selectors(query.expr[hidden.empty.start : hidden.empty.end])
                 reasons.extend(p for s in _unique(inner) if (p := self.diagnose(s)))
                 rules.append("or-constant-hides-empty")
+        renames: dict[str, str] = {}
+        for sel in _unique(parsed):
+            name = sel.name or _anchored_name(sel)
+            if (old := self._deprecated(name)) is not None:
+                reasons.append(f"{sel.name or sel}: {old.text}")
+                rules.append("deprecated-name")
+                if old.replacement:
+                    renames[_family(name, old.name)] = old.replacement
         names_ = [s.name or _anchored_name(s) for s in parsed]
-        if query.scales_to_zero and names_ and all(n and owner(n) is not None for n in names_):
+        if query.scales_to_zero and names_ and all(_engine_pods_only(n) for n in names_):
             reasons.append(scale_from_zero_reason(query))
             rules.append("scale-from-zero")
-        return Result(query, "warning" if reasons else "ok", reasons, rules=rules)
+        fix = None
+        if renames:
+            fix = query.written
+            for before, after in renames.items():
+                fix = rename(fix, before, after)
+        return Result(query, "warning" if reasons else "ok", reasons, fix, renames, rules=rules)
 
     def diagnose(self, sel: Selector, renames: dict[str, str] | None = None, rules: list[str] | None = None) -> str:
         """Why `sel` returns nothing, or "" when it returns series; records a known rename in `renames` and
@@ -167,6 +180,12 @@ class Checker:
         found = names.explain(name, version, table)
         return found if found is not None and found.rule in LIVE_LINTS else None
 
+    def _deprecated(self, name: str) -> diagnosis.Diagnosis | None:
+        """A name the running release still writes in the window of a declared rename (None when none)."""
+        table = owner(name) if name else None
+        running = self.running().get(table.engine) if table is not None else None
+        return diagnosis.deprecated(name, running.version) if running is not None else None
+
     def running(self) -> dict[str, diagnosis.Running]:
         """The running engines' releases: from the exporter's llm_engine_info, else from their own series."""
         if self._running is None:
@@ -191,6 +210,7 @@ class Checker:
                 if m.op in ("=", "=~") and m.value and m.value not in (".*", "(.*)"):
                     table = owner(sel.name)
                     gated = names.label_flag(table, [m]) if table is not None else None
+                    gated = gated or (names.label_renamed(table, sel.name, [m]) if table is not None else None)
                     why = f"; {gated.text}" if gated is not None else ""
                     return f"{sel.name}: no series has label {m.label!r}, so {m} matches nothing{why}"
                 continue
@@ -264,6 +284,12 @@ def _quote(value: str) -> str:
 
 def anchored_name(sel: Selector) -> str:
     return _anchored_name(sel)
+
+
+def _engine_pods_only(name: str) -> bool:
+    """`name` is written by the engine pods themselves (not by a router in a pod of its own)."""
+    table = owner(name) if name else None
+    return table is not None and table.in_engine_pods
 
 
 def _prefix(name: str) -> str:

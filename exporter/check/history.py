@@ -6,7 +6,10 @@ that exposes it by default, the release that hid it (behind `--show-hidden-metri
 first release without it; plus the successor that vLLM's own HELP text names ("DEPRECATED: Use X instead").
 Regenerate with `python -m exporter.check.history --write`; a test fails on drift.
 Engines plug in through `engines()`: one `EngineHistory` per engine the registry knows; vLLM's from this
-fuller table (hidden releases, HELP-named successors), the others' from `exporter.engines.history`.
+fuller table (hidden releases, HELP-named successors), the others' from `exporter.engines.history`; llm-d's
+endpoint picker from its producer table (`exporter.engines.engine_releases.producer`): per router release its
+families, the renames its help texts declare (written side by side from the release that adds the successor)
+and the label one of them swapped (`scheduler_attempts_total`: pod_name → endpoint_name).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from exporter.check.tables import EPP_PREFIXES
 from exporter.engines import registry, vllm
 from exporter.engines.engine import Engine
+from exporter.engines.engine_releases import producer
 from exporter.engines.history import engine_history
 from exporter.engines.releases import Releases, derived_file_main, load, parse_version
 
@@ -38,12 +43,14 @@ class NameHistory:
     hidden_since: str | None  # the release from which only a flag shows it
     successor: str | None  # the family that carries the same quantity now
     stable: str | None  # this project's canonical llm_* name for it
+    renamed_in: str | None = None  # a declared rename: the first release writing the successor beside it
+    label_renames: tuple[tuple[str, str], ...] = ()  # (label, the successor's label) the rename swapped
 
 
 @dataclass(frozen=True)
 class EngineHistory:
     engine: str
-    prefix: str
+    prefix: str | tuple[str, ...]
     releases: Releases
     names: dict[str, NameHistory]
     sources: frozenset[str]  # families that tell releases apart (for inferring the running release)
@@ -89,7 +96,41 @@ def engines() -> tuple[EngineHistory, ...]:
         )
     sources = frozenset(s for ss in vllm.SOURCES.values() for s in ss)
     others = tuple(_from_registry(e) for name, e in registry.ENGINES.items() if name != vllm.ENGINE)
-    return (EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load(), names, sources), *others)
+    vllm_history = EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load(), names, sources)
+    return (vllm_history, *others, _from_producer("llmd_epp", EPP_PREFIXES))
+
+
+def _from_producer(name: str, prefixes: tuple[str, ...]) -> EngineHistory:
+    """A producer's history: each family's releases, its declared successor (followed to the name written on
+    the newest release: llm_d_router_epp_x → llm_d_epp_x) and the release from which both are written."""
+    table = producer(name)
+    releases = table.releases.releases
+    versions = [r.version for r in releases]
+    written = {n: [r.version for r in releases if n in r.expected] for n in table.releases.known}
+
+    def successor(family: str) -> str | None:
+        seen, new = {family}, table.renamed.get(family)
+        while new is not None and new in table.renamed and table.renamed[new] not in seen:
+            seen.add(new)
+            new = table.renamed[new]
+        return new
+
+    names = {}
+    for family, where in written.items():
+        after = versions.index(where[-1]) + 1 if where else len(versions)
+        new = successor(family)
+        names[family] = NameHistory(
+            family,
+            where[0] if where else "",
+            where[-1] if where else "",
+            versions[after] if where and after < len(versions) else None,
+            None,
+            new,
+            None,
+            next(iter(written.get(new) or []), None) if new else None,
+            tuple(sorted(table.label_renames.get(family, {}).items())),
+        )
+    return EngineHistory(name, prefixes, table.releases, names, frozenset(n for n, w in written.items() if w))
 
 
 def _from_registry(engine: Engine) -> EngineHistory:

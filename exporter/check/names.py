@@ -10,7 +10,11 @@ never had. The lints, each with the name to use instead:
 - `look-alike`: a name no release had whose meant family is known (`LOOK_ALIKES`);
 - `needs-flag`: a family written only with a flag or feature ("needs --enable-lora", not "renamed"), or a
   matcher on a label written only with one (SGLang's `priority`, `dp_rank`);
-- `renamed` / `removed` / `not-yet`: from the release histories (`diagnosis`).
+- `renamed` / `removed` / `not-yet`: from the release histories (`diagnosis`);
+- `deprecated-name`: a name still written, in the window of a declared rename (llm-d's endpoint picker writes
+  both names from router v0.9.0): a warning with the successor;
+- `label-renamed`: a matcher on the label a rename swapped (`pod_name` on llm_d_epp_scheduler_attempts_total,
+  which writes `endpoint_name`).
 """
 
 from __future__ import annotations
@@ -61,6 +65,36 @@ def label_flag(table: EngineTable, matchers: Iterable[Matcher]) -> Finding | Non
             text = f"{table.label} writes the label {m.label} only with {needs}: {m} needs it, not renamed"
             return Finding("needs-flag", text, state="flag")
     return None
+
+
+def label_renamed(table: EngineTable, name: str, matchers: Iterable[Matcher]) -> Finding | None:
+    """A matcher needing a label that `name`'s predecessor wrote and `name` renamed (pod_name → endpoint_name),
+    or None."""
+    history = next((h for h in engines() if h.engine == table.engine), None)
+    if history is None:
+        return None
+    swaps = {old: (new, h.name) for h in history.names.values() if h.successor == name for old, new in h.label_renames}
+    for m in matchers:
+        needs_label = (m.op in ("=", "=~") and m.value not in ("", ".*")) or (m.op, m.value) == ("!=", "")
+        if m.label in swaps and needs_label:
+            new, before = swaps[m.label]
+            text = f"{name} writes no label {m.label}: it is {new} ({before}, the name it replaces, wrote {m.label})"
+            return Finding("label-renamed", text)
+    return None
+
+
+def deprecated(table: EngineTable, name: str, version: str) -> Finding | None:
+    """A name `version` still writes in the window of a declared rename: the successor to move to, or None."""
+    history = [h for h in engines() if h.engine == table.engine]
+    found = diagnosis.deprecated(name, version, history)
+    if found is None:
+        return None
+    return Finding("deprecated-name", found.text, _sample(name, found.name, found.replacement), state="data")
+
+
+def _sample(name: str, family: str, successor: str | None) -> str | None:
+    """The successor spelled as the sample `name` is (a histogram's `_bucket` stays `_bucket`)."""
+    return successor + name[len(family) :] if successor and name.startswith(family) else successor
 
 
 DYNAMO_NOTE = (

@@ -18,7 +18,7 @@ from exporter.check.evaluate import ALLOW_EMPTY, Result, anchored_name, hidden_r
 from exporter.check.inputs import Query
 from exporter.check.judge import DATA, EMPTY, FLAG, UNJUDGED, judge
 from exporter.check.promql import PromQLSyntaxError, Selector, parse, rename, selectors
-from exporter.check.tables import EngineTable, owner, tables
+from exporter.check.tables import ALIASES, EngineTable, owner, tables
 
 NATIVE = "native-histogram-bucket"
 
@@ -41,7 +41,8 @@ def parse_target(text: str) -> Target:
     known = tables()
     if not sep or not engine or not version:
         raise TargetError(f"{text!r}: expected ENGINE==VERSION, e.g. vllm==0.33.0")
-    table = known.get(engine.strip().lower())
+    token = engine.strip().lower()
+    table = known.get(ALIASES.get(token, token))
     if table is None:
         raise TargetError(f"{text!r}: no engine {engine!r}; the tables know {', '.join(sorted(known))}")
     release = table.release(version.strip())
@@ -84,7 +85,14 @@ class OfflineChecker:
             gated = names.label_flag(target.table, sel.matchers)
             if gated is not None:
                 return Verdict(FLAG, f"{sel}: {gated.text}", gated.rule)
-            return self._stored(target, name)
+            swapped = names.label_renamed(target.table, name, sel.matchers)
+            if swapped is not None:
+                return Verdict(EMPTY, f"{sel}: {swapped.text}", swapped.rule)
+            stored = self._stored(target, name)
+            old = names.deprecated(target.table, name, target.version)
+            if stored.state == DATA and old is not None:
+                return Verdict(DATA, f"{name}: {old.text}", old.rule, old.replacement)
+            return stored
         found = names.explain(name, target.version, target.table)
         if found is None:  # not reached: explain answers for every name the release does not write
             return Verdict(UNJUDGED, f"{name}: not judged")
@@ -133,13 +141,20 @@ class OfflineChecker:
         reasons = [verdicts[s].reason for s in causes if verdicts[s].reason]
         rules = [verdicts[s].rule for s in causes if verdicts[s].rule]
         renames = dict(
-            _rename(s.name or anchored_name(s), v) for s, v in verdicts.items() if v.replacement and v.state == EMPTY
+            _rename(s.name or anchored_name(s), v)
+            for s, v in verdicts.items()
+            if v.replacement and (v.state == EMPTY or v.rule == "deprecated-name")
         )
+        if state == DATA:  # data now, but on a name in a rename's window: say so, with the successor
+            for v in verdicts.values():
+                if v.state == DATA and v.rule:
+                    reasons.append(v.reason)
+                    rules.append(v.rule)
         for hidden in outcome.hidden:
             reasons.append(hidden_reason(query.expr, hidden, f"on {self.describe()}"))
             reasons.extend(verdicts[s].reason for s in hidden.causes if verdicts[s].reason)
             rules.append("or-constant-hides-empty")
-        if query.scales_to_zero and state == DATA and all(verdicts[s].state != UNJUDGED for s in parsed):
+        if query.scales_to_zero and state == DATA and all(_in_engine_pods(s, verdicts[s]) for s in parsed):
             reasons.append(scale_from_zero_reason(query))
             rules.append("scale-from-zero")
         status = {DATA: "ok", EMPTY: "empty", FLAG: "allowed", UNJUDGED: "unjudged"}[state]
@@ -155,6 +170,12 @@ class OfflineChecker:
             for old, new in renames.items():
                 fix = rename(fix, old, new)
         return Result(query, status, list(dict.fromkeys(reasons)), fix, renames, rules=list(dict.fromkeys(rules)))
+
+
+def _in_engine_pods(sel: Selector, verdict: Verdict) -> bool:
+    """A judged selector of series only the engine pods write (not the router's: it outlives zero replicas)."""
+    table = owner(sel.name or anchored_name(sel))
+    return verdict.state != UNJUDGED and table is not None and table.in_engine_pods
 
 
 def _rename(name: str, verdict: Verdict) -> tuple[str, str]:

@@ -102,6 +102,16 @@ RULES = (
         "A scale-to-zero ScaledObject triggered only by series of the pods it scales: it never activates.",
         "Keep one replica, or trigger on series that exist without the pods.",
     ),
+    sarif.Rule(
+        "deprecated-name",
+        "A name still written, in the window of a rename its producer declared (llm-d's endpoint picker).",
+        "Move to the successor given before the old name is removed.",
+    ),
+    sarif.Rule(
+        "label-renamed",
+        "A matcher on the label a rename swapped (pod_name for endpoint_name).",
+        "Match on the label given.",
+    ),
     sarif.Rule("promql-error", "A query that does not parse or that Prometheus refuses.", "Fix the PromQL."),
     sarif.Rule("bad-file", "A file check cannot read, parse or recognise.", "Fix or drop the file."),
 )

@@ -6,7 +6,9 @@ per family its type, the sample names it writes (`_total`, `_bucket`, `_sum`, `_
 expose it by default, and the releases that expose it only with a flag or a feature, that condition, and the
 source line that declares it. vLLM's hidden metrics count as flag-gated: `--show-hidden-metrics-for-version`
 shows them for one minor release. trtllm-serve has no source table (its release table is written by hand in
-`exporter/engines/trtllm.py`): its families are known by name only.
+`exporter/engines/trtllm.py`): its families are known by name only. llm-d's endpoint picker (`llmd_epp`, per
+llm-d router release) is judged like an engine, but it runs in its own pod: its series exist at zero engine
+replicas. Its families of main between releases (`llm_d_router_epp_*`) are known with no release writing them.
 Regenerate with `python -m exporter.check.tables --write`; a test fails on drift.
 """
 
@@ -36,7 +38,20 @@ LABELS = {
     "trtllm": "TensorRT-LLM",
     "llamacpp": "llama.cpp",
     "lmdeploy": "LMDeploy",
+    "llmd_epp": "llm-d router",
 }
+EPP_PREFIXES = (
+    "inference_extension_",
+    "inference_objective_",
+    "inference_pool_",
+    "llm_d_epp_",
+    "llm_d_router_epp_",
+    "llm_d_inference_scheduler_",
+)
+"""Every subsystem llm-d's endpoint picker has written its families under (GIE's, then llm-d-router's own)."""
+ALIASES = {"llm-d-router": "llmd_epp", "llmd-epp": "llmd_epp", "llm-d-epp": "llmd_epp"}
+"""`--against` spellings of an engine token besides the table's own (`llmd_epp`)."""
+PRODUCERS = {"llmd_epp": "llmd_epp"}  # producers that are no engine (run outside the engine pods) → source key
 SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created", "_info")
 
 # The engines' conditions as their sources spell them → what a user sets. Anything not listed is shown as the
@@ -135,6 +150,16 @@ def derive(vllm_source: Mapping[str, Any], engine_source: Mapping[str, Any]) -> 
         named = {engine_releases.release_name(ours, k): v for k, v in table.items()}
         order = sorted(enumerate(named), key=lambda p: engine_releases._key(ours, p[0], p[1]))
         engines[ours] = _engine([v for _, v in order], named, lambda m, _v: (m.get("enabled_when") or [None])[0])
+    for ours, key in PRODUCERS.items():
+        table = engine_source[key]
+        versions = sorted(table, key=lambda v: parse_version(v) or (0,))
+        engines[ours] = _engine(versions, table, lambda _m, _v: None)
+        for metrics in engine_source.get(f"{key}_unreleased", {}).values():  # known, in no release
+            for metric in metrics:
+                entry = engines[ours]["families"].setdefault(metric["name"], {"types": {}, "samples": {}})
+                for sample in metric.get("series") or [metric["name"]]:
+                    entry["samples"].setdefault(sample, {"default": []})
+        engines[ours]["families"] = dict(sorted(engines[ours]["families"].items()))
     return {"sources": ["data/vllm_metrics_by_version.json", "data/engine_metrics_by_version.json"], "engines": engines}
 
 
@@ -161,6 +186,7 @@ class EngineTable:
     prefixes: tuple[str, ...]
     releases: tuple[str, ...]  # oldest first
     families: Mapping[str, Family]
+    in_engine_pods: bool = True  # False for a producer in a pod of its own (its series outlive the engine's)
 
     def owns(self, name: str) -> bool:
         return name.startswith(self.prefixes)
@@ -217,10 +243,13 @@ def _load_engine(engine: str, data: Mapping[str, Any]) -> EngineTable:
         }
         types = {t: _expand(r, versions) for t, r in e["types"].items()}
         families[name] = Family(name, types, samples)
-    return EngineTable(engine, LABELS.get(engine, engine), _prefixes(engine), versions, families)
+    producer = engine in PRODUCERS
+    return EngineTable(engine, LABELS.get(engine, engine), _prefixes(engine), versions, families, not producer)
 
 
 def _prefixes(engine: str) -> tuple[str, ...]:
+    if engine == "llmd_epp":
+        return EPP_PREFIXES
     known = registry.ENGINES.get(engine)
     return known.prefixes if known is not None else (f"{engine}:",)
 

@@ -1,5 +1,6 @@
 """/metrics bodies of any SGLang, TGI, trtllm-serve, llama.cpp or LMDeploy release, generated from the release
-tables: the names, types and label names each release's own sources declare (data/engine_metrics_by_version.json).
+tables (llm-d's endpoint picker too, per router release, as `llmd_epp`): the names, types and label names each
+release's own sources declare (data/engine_metrics_by_version.json).
 
 Values are fixed small numbers (counters 3: the engine has served requests). Spelled as each engine's client
 writes them: prometheus_client `_total` counters, TGI's counters without `_total` (the name as declared),
@@ -16,6 +17,7 @@ from exporter.engines import trtllm
 from exporter.engines.engine_releases import SOURCE, release_name
 
 SOURCE_KEY = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp", "lmdeploy": "lmdeploy"}
+SOURCE_KEY["llmd_epp"] = "llmd_epp"
 VALUES = {"model_name": "tiny", "engine": "0", "dp_rank": "0", "tp_rank": "0", "pp_rank": "0"}
 
 
