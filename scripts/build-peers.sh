@@ -51,6 +51,9 @@ declare -A ldflags=(
 # Thanos' go.mod asks for a newer Go than ensure-go.sh provides: the go command fetches this toolchain
 # (from the module proxy, checked against the checksum database) for that module only
 declare -A toolchain=([thanos]=go1.27.3)
+# build tags of the upstream release builds (Thanos' .promu.yml: its Store API code needs Prometheus'
+# slice-backed labels, not the default string-backed ones)
+declare -A tags=([thanos]=netgo,slicelabels)
 # cheapest first, so a test run that only needs Prometheus has it soonest
 order=(etcd alertmanager prometheus kwok helm kubernetes thanos)
 only=("$@")
@@ -82,7 +85,7 @@ for module in "${order[@]}"; do
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $module " ]]; then continue; fi
   dir="$root/tools/peers/$module"
   stamp="$bin/.$module.stamp"
-  want=$( (cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go; echo "${ldflags[$module]:-}") | sha256sum | cut -d' ' -f1)
+  want=$( (cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go; echo "${ldflags[$module]:-}${tags[$module]:+ -tags ${tags[$module]}}") | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
   start=$SECONDS
   echo "build-peers: building $module (first run only; the Kubernetes set takes a while on 2 cores)"
@@ -91,7 +94,7 @@ for module in "${order[@]}"; do
     name=$(basename "$pkg"); [ "$pkg" = "." ] && name=$module
     # -s -w: no symbol tables (smaller binaries); -X: the release's own version string, which the
     # binaries report (/version, --version) and clients check for skew
-    (cd "$dir" && GOTOOLCHAIN="${toolchain[$module]:-${GOTOOLCHAIN:-auto}}" go build -ldflags="-s -w ${ldflags[$module]:-}" -o "$bin/$name.tmp" "$pkg")
+    (cd "$dir" && GOTOOLCHAIN="${toolchain[$module]:-${GOTOOLCHAIN:-auto}}" go build -tags="${tags[$module]:-}" -ldflags="-s -w ${ldflags[$module]:-}" -o "$bin/$name.tmp" "$pkg")
     mv "$bin/$name.tmp" "$bin/$name"
   done
   echo "$want" > "$stamp"

@@ -44,6 +44,8 @@ _RUNBOOK_URL = re.compile(r"https?://[^/?#\s]+[^#\s]*")
 # replaces with the value; a valid label name, so the copy is itself a valid rule file
 CLUSTER_PLACEHOLDER = "llm_exporter_cluster_label_placeholder"
 CLUSTERED = f"{CHART_FILES}/clustered"
+# The kustomize example for many clusters: the alert rules and dashboards rendered for `cluster`
+MULTI_CLUSTER = "deploy/examples/multi-cluster/generated"
 
 
 @contextmanager
@@ -118,11 +120,13 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
 
         files: dict[str, str] = {}
         configmap: dict[str, str] = {}
+        clustered_configmap: dict[str, str] = {}
         for source in sorted((root / "dashboards").glob("*" + DASHBOARD_SUFFIX)):
             text = dashboard_json(_load_dashboard(source))
             name = source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
             files[f"dashboards/{name}"] = text
             configmap[f"llm-inference-{name}"] = text
+            clustered_configmap[f"llm-inference-{name}"] = cluster.dashboard(text, cluster.DEFAULT_LABEL)
             files[f"{CHART_FILES}/dashboards/llm-inference-{name}"] = text
             files[f"{CLUSTERED}/dashboards/llm-inference-{name}"] = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
         files["alerts/llm-exporter.rules.yaml"] = formats.rule_file()
@@ -135,6 +139,10 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
         files[f"{GENERATED}/prometheusrule.yaml"] = formats.prometheus_rule()
         files[f"{GENERATED}/dashboard-configmap.yaml"] = dashboard_configmap(configmap)
         files[f"{CHART_FILES}/rbac-rules.yaml"] = chart_rbac(root)
+        files[f"{MULTI_CLUSTER}/prometheusrule.yaml"] = cluster.rule_file(
+            files[f"{GENERATED}/prometheusrule.yaml"], cluster.DEFAULT_LABEL
+        )
+        files[f"{MULTI_CLUSTER}/dashboard-configmap.yaml"] = dashboard_configmap(clustered_configmap)
     return files
 
 

@@ -20,6 +20,8 @@ from exporter.bundle import cluster, render
 from exporter.check.promql import AGGREGATIONS, selectors, substitute
 from tests.bundle.servers import PROMTOOL
 from tests.deploy.helm import template
+from tests.deploy.manifests import find
+from tests.deploy.manifests import render as render_kustomization
 
 ROOT = render.ROOT
 LABEL = "cluster"
@@ -259,3 +261,21 @@ def test_the_charts_cluster_label(rendered: Path) -> None:
     groups, board = parts(template())
     assert groups == yaml.safe_load((ROOT / GENERATED["llm-exporter.rules.yaml"]).read_text(encoding="utf-8"))["groups"]
     assert board == json.loads((ROOT / "dashboards/overview.json").read_text(encoding="utf-8"))
+
+
+def test_the_kustomize_example_for_many_clusters(rendered: Path) -> None:
+    """deploy/examples/multi-cluster: the rules and dashboards of `--cluster-label cluster`, and the label on
+    every scraped series of both monitors."""
+    example = ROOT / "deploy/examples/multi-cluster"
+    assert (example / "generated/prometheusrule.yaml").read_bytes() == (rendered / "prometheusrule.yaml").read_bytes()
+    objects = render_kustomization(example)
+    rule = find(objects, "PrometheusRule", "llm-inference-exporter")
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"  # still the overlay's
+    assert rule["spec"]["groups"] == yaml.safe_load((rendered / "prometheusrule.yaml").read_text())["spec"]["groups"]
+    board = find(objects, "ConfigMap", "llm-inference-exporter-dashboards")
+    assert list(board["data"]) == [DASHBOARD]
+    assert json.loads(board["data"][DASHBOARD]) == json.loads((rendered / DASHBOARD).read_text(encoding="utf-8"))
+    relabel = [{"action": "replace", "replacement": "prod-eu", "targetLabel": LABEL}]
+    assert find(objects, "ServiceMonitor", "llm-exporter-cluster")["spec"]["endpoints"][0]["relabelings"] == relabel
+    node = find(objects, "PodMonitor", "llm-exporter-node")
+    assert node["spec"]["podMetricsEndpoints"][0]["relabelings"] == relabel
