@@ -166,8 +166,13 @@ def test_every_dashboard_query_returns_each_clusters_own_values(thanos: dict[str
     clustered = file_queries(board)
     single = file_queries(render.ROOT / "dashboards/overview.json")
     assert [q.where for q in clustered] == [q.where for q in single] and len(single) > 30
-    at = time.time() - 5  # a moment both Prometheus servers have scraped: the same samples everywhere
+    # rates over both clusters through Thanos (its sidecars read the same TSDBs), then a moment a little in
+    # the past, which both Prometheus servers have scraped: the same samples everywhere
+    wait_for(lambda: len(query(query_url, "rate(llm_prompt_tokens_total[5m]) > 0")) == 2, 60, "rates via Thanos")
+    time.sleep(3)
+    at = time.time() - 2
     both = 0
+    nonempty: list[tuple[str, int]] = []
     for multi, one in zip(clustered, single, strict=True):
         result = instant(query_url, multi.expr, at)
         clusters = {s["metric"].get(LABEL) for s in result}
@@ -178,8 +183,10 @@ def test_every_dashboard_query_returns_each_clusters_own_values(thanos: dict[str
             want = {tuple(sorted((*k, (LABEL, name)))): v for k, v in samples(instant(prom, one.expr, at)).items()}
             assert same(own, want), (multi.where, multi.expr, name, own, want)
         both += clusters == set(CLUSTERS)
-    # not a comparison of empty results: most panels show both clusters
-    assert both > len(single) // 2, both
+        nonempty.append((one.where, len(result)))
+    # not a comparison of empty results: every engine panel shows both clusters (the GPU and cluster-role
+    # panels are empty in both: these clusters run the node role over one engine, without GPUs)
+    assert both >= 28, (both, nonempty)
 
 
 def test_the_rules_fire_under_thanos_ruler_for_cluster_a_only(thanos: dict[str, Any]) -> None:
@@ -187,7 +194,8 @@ def test_the_rules_fire_under_thanos_ruler_for_cluster_a_only(thanos: dict[str, 
 
     def alerts() -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"{ruler}/api/v1/alerts", timeout=10) as response:
-            found: list[dict[str, Any]] = json.load(response)["data"]["alerts"]
+            # Thanos Ruler's own alerts API: {"data": {"Alerts": [...]}}, labels as a map
+            found: list[dict[str, Any]] = json.load(response)["data"]["Alerts"]
         return [a for a in found if a["labels"]["alertname"] == "LLMRequestQueueBacklog" and a["state"] == "firing"]
 
     wait_for(lambda: bool(alerts()), 90, "LLMRequestQueueBacklog firing in Thanos Ruler")
