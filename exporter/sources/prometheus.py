@@ -82,7 +82,10 @@ class HttpPrometheus:
         return body["data"]
 
     def query(self, expr: str) -> list[dict[str, Any]]:
-        data = self._call("/api/v1/query", {"query": expr})
+        # Thanos Query answers with the stores that did answer when another fails, and a warning: a
+        # cluster's series missing from it would read as an empty query. partial_response=false makes it
+        # an error instead (Prometheus ignores the parameter).
+        data = self._call("/api/v1/query", {"query": expr, "partial_response": "false"})
         if data.get("resultType") in ("scalar", "string"):
             return [{"metric": {}, "value": data["result"]}]
         result = data.get("result", [])

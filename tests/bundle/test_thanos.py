@@ -24,9 +24,10 @@ from typing import Any
 
 import pytest
 
-from exporter.bundle import cluster, render
-from exporter.bundle.queries import file_queries
+from exporter.bundle import check, cluster, render
+from exporter.bundle.queries import Query, file_queries
 from exporter.demo.vllm_env import free_port
+from exporter.sources.prometheus import HttpPrometheus, PrometheusError
 from tests.bundle.replay import FakeEngine, fast_rules, node_config
 from tests.bundle.servers import process, prometheus, query, serve_exporter, static_job, wait_for, wait_http
 from tests.peers import peer
@@ -150,7 +151,14 @@ def thanos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             recorded = stack.enter_context(process(args, tmp / "query-recorded.log"))
             recorded_url = f"http://127.0.0.1:{recorded_http}"
             wait_http(f"{recorded_url}/-/ready", timeout=60, proc=recorded)
-            yield {"query": query_url, "ruler": ruler_url, "recorded": recorded_url, "prometheus": proms}
+            yield {
+                "query": query_url,
+                "ruler": ruler_url,
+                "recorded": recorded_url,
+                "prometheus": proms,
+                "endpoints": endpoints,
+                "tmp": tmp,
+            }
     finally:
         for engine in engines.values():
             engine.close()
@@ -218,3 +226,60 @@ def test_the_rules_fire_under_thanos_ruler_for_cluster_a_only(thanos: dict[str, 
     # and the recorded series are per cluster: one queue spread each
     spread = instant(thanos["recorded"], "llm:replica_queue_spread", time.time())
     assert sorted(s["metric"][LABEL] for s in spread) == ["a", "b"]
+
+
+def test_a_partial_response_is_an_error_not_an_empty_result(thanos: dict[str, Any]) -> None:
+    """A third cluster's Prometheus goes down behind its sidecar: Thanos Query still answers, with the other
+    clusters' series and a warning. The client asks for no partial responses, so `check` reports an error
+    instead of reading the missing cluster's series as absent."""
+    tmp: Path = thanos["tmp"] / "partial"
+    binary = peer("thanos")
+    grpc, http, query_http = free_port(), free_port(), free_port()
+    query_url = f"http://127.0.0.1:{query_http}"
+    with ExitStack() as stack:
+        with ExitStack() as down_later:
+            prom = down_later.enter_context(
+                prometheus(
+                    tmp / "prom-c", [static_job("self", [thanos["prometheus"]["a"]])], external_labels={LABEL: "c"}
+                )
+            )
+            args = [
+                binary,
+                "sidecar",
+                f"--prometheus.url={prom}",
+                f"--tsdb.path={tmp / 'prom-c' / 'data'}",
+                f"--grpc-address=127.0.0.1:{grpc}",
+                f"--http-address=127.0.0.1:{http}",
+                "--log.level=warn",
+            ]
+            sidecar = stack.enter_context(process(args, tmp / "sidecar-c.log"))
+            wait_http(f"http://127.0.0.1:{http}/-/ready", timeout=60, proc=sidecar)
+            args = [
+                binary,
+                "query",
+                f"--grpc-address=127.0.0.1:{free_port()}",
+                f"--http-address=127.0.0.1:{query_http}",
+                *(f"--endpoint={e}" for e in [*thanos["endpoints"], f"127.0.0.1:{grpc}"]),
+                "--log.level=warn",
+            ]
+            querier = stack.enter_context(process(args, tmp / "query.log"))
+            wait_http(f"{query_url}/-/ready", timeout=60, proc=querier)
+
+            def three() -> bool:
+                return {s["metric"].get(LABEL) for s in query(query_url, "up")} == {"a", "b", "c"}
+
+            wait_for(three, 60, "three clusters through Thanos Query")
+        # Prometheus c is down, its sidecar still up: Thanos' default is a partial answer with a warning
+        data = urllib.parse.urlencode({"query": "llm_engine_up"}).encode()
+        with urllib.request.urlopen(f"{query_url}/api/v1/query", data=data, timeout=30) as response:
+            body = json.load(response)
+        assert body["status"] == "success" and body["warnings"], body
+        assert sorted(s["metric"][LABEL] for s in body["data"]["result"]) == ["a", "b"]
+        # what the exporter's client and `check` make of it
+        with pytest.raises(PrometheusError, match="receive series from"):
+            HttpPrometheus(query_url).query("llm_engine_up")
+        result = check.Checker(HttpPrometheus(query_url)).check(
+            Query("dashboard.json", "panel 'Engines up'", 'sum by (cluster) (llm_engine_up{cluster="c"})')
+        )
+        assert result.status == "error", result
+        assert "connection refused" in result.reasons[0]
