@@ -192,6 +192,13 @@ def test_every_dashboard_query_returns_each_clusters_own_values(thanos: dict[str
             assert same(own, want), (multi.where, multi.expr, name, own, want)
         both += clusters == set(CLUSTERS)
         nonempty.append((one.where, len(result)))
+    # the Cluster variable set to b, its values looked up through Thanos as `check` does: b's series only
+    lookup = HttpPrometheus(query_url)
+    only_b = file_queries(board, {LABEL: "b"}, lookup)
+    assert [q.where for q in only_b] == [q.where for q in single]
+    for multi, one in zip(only_b, single, strict=True):
+        want = {tuple(sorted((*k, (LABEL, "b")))): v for k, v in samples(instant(proms["b"], one.expr, at)).items()}
+        assert same(samples(instant(query_url, multi.expr, at)), want), (multi.where, multi.expr)
     # not a comparison of empty results: every engine panel shows both clusters (the GPU and cluster-role
     # panels are empty in both: these clusters run the node role over one engine, without GPUs)
     assert both >= 28, (both, nonempty)
