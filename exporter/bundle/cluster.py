@@ -15,6 +15,10 @@ filter on the cluster variable. The rewrite is applied to the rendered files, no
 rule and panel is covered without one of them naming the label; with no label nothing is rewritten and the
 output is the single-cluster one byte for byte.
 
+`absent(...)` and `vector(...)` make series without the label: `absent(up{...})` is true only when no
+cluster has the series, and a match against `vector(...)` (none in the bundle today) would need the label
+added with `label_replace` by hand.
+
 A tokenizer, not a parser: it knows which identifiers are functions, aggregations, keywords and grouping
 labels, which is all a rewrite of the grouping clauses and selectors needs (promtool checks the result).
 """

@@ -258,6 +258,11 @@ def test_the_charts_cluster_label(rendered: Path) -> None:
     groups, board = parts(template(sets=(f"clusterLabel={LABEL}",)))
     assert groups == yaml.safe_load((rendered / "llm-exporter.rules.yaml").read_text(encoding="utf-8"))["groups"]
     assert board == json.loads((rendered / DASHBOARD).read_text(encoding="utf-8"))
+    # with hosted runbook links too: the same rules as `render --cluster-label --runbook-url`
+    url = "https://runbooks.example.com/llm-exporter.md"
+    groups, _ = parts(template(sets=(f"clusterLabel={LABEL}", f"prometheusRule.runbookUrl={url}")))
+    both = render.alert_files(ROOT, url, LABEL)["llm-exporter.rules.yaml"]
+    assert groups == yaml.safe_load(both)["groups"]
     groups, board = parts(template())
     assert groups == yaml.safe_load((ROOT / GENERATED["llm-exporter.rules.yaml"]).read_text(encoding="utf-8"))["groups"]
     assert board == json.loads((ROOT / "dashboards/overview.json").read_text(encoding="utf-8"))
