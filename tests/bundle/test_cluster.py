@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from exporter.bundle import cluster, render
+from exporter.check.inputs import BadFileError, file_queries
 from exporter.check.promql import AGGREGATIONS, selectors, substitute
 from tests.bundle.servers import PROMTOOL
 from tests.deploy.helm import template
@@ -284,3 +285,35 @@ def test_the_kustomize_example_for_many_clusters(rendered: Path) -> None:
     assert find(objects, "ServiceMonitor", "llm-exporter-cluster")["spec"]["endpoints"][0]["relabelings"] == relabel
     node = find(objects, "PodMonitor", "llm-exporter-node")
     assert node["spec"]["podMetricsEndpoints"][0]["relabelings"] == relabel
+
+
+def test_the_rewrite_holds_on_queries_written_elsewhere(tmp_path: Path) -> None:
+    """The dashboards and autoscalers of tests/fixtures/check_corpus (written by other projects, stored as
+    found): every query promtool accepts is still accepted rewritten, with the label in every by/on list."""
+    corpus = ROOT / "tests/fixtures/check_corpus"
+    exprs = []
+    for path in sorted(corpus.glob("*")):
+        if path.name == "provenance.json":
+            continue
+        try:
+            exprs.extend(q.expr for q in file_queries(path))
+        except BadFileError:
+            continue  # prometheus-adapter's templated sample is not YAML as stored
+    assert len(exprs) > 100
+
+    def accepted(expr: str) -> bool:
+        rules = tmp_path / "rules.yaml"
+        rules.write_text(yaml.safe_dump({"groups": [{"name": "g", "rules": [{"record": "r", "expr": expr}]}]}))
+        result = subprocess.run(
+            [PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True, timeout=30, check=False
+        )
+        return result.returncode == 0
+
+    valid = [e for e in dict.fromkeys(exprs) if accepted(e)]
+    assert len(valid) > 50
+    for expr in valid:
+        rewritten = cluster.clustered(expr, LABEL)
+        assert accepted(rewritten), (expr, rewritten)
+        for clause, names in _CLAUSE.findall(rewritten):
+            if clause in ("by", "on"):
+                assert LABEL in [n.strip() for n in names.split(",")], (clause, names, rewritten)
