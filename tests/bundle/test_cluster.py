@@ -291,7 +291,7 @@ def test_the_rewrite_holds_on_queries_written_elsewhere(tmp_path: Path) -> None:
     """The dashboards and autoscalers of tests/fixtures/check_corpus (written by other projects, stored as
     found): every query promtool accepts is still accepted rewritten, with the label in every by/on list."""
     corpus = ROOT / "tests/fixtures/check_corpus"
-    exprs = []
+    exprs: list[str] = []
     for path in sorted(corpus.glob("*")):
         if path.name == "provenance.json":
             continue
