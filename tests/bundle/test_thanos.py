@@ -225,11 +225,11 @@ def test_every_dashboard_query_returns_each_clusters_own_values(thanos: dict[str
 def test_the_rules_fire_under_thanos_ruler_for_cluster_a_only(thanos: dict[str, Any]) -> None:
     ruler = thanos["ruler"]
 
-    def alerts() -> list[dict[str, Any]]:
+    def alerts(name: str = "LLMRequestQueueBacklog") -> list[dict[str, Any]]:
         with urllib.request.urlopen(f"{ruler}/api/v1/alerts", timeout=10) as response:
             # Thanos Ruler's own alerts API: {"data": {"Alerts": [...]}}, labels as a map
             found: list[dict[str, Any]] = json.load(response)["data"]["Alerts"]
-        return [a for a in found if a["labels"]["alertname"] == "LLMRequestQueueBacklog" and a["state"] == "firing"]
+        return [a for a in found if a["labels"]["alertname"] == name and a["state"] == "firing"]
 
     wait_for(lambda: bool(alerts()), 90, "LLMRequestQueueBacklog firing in Thanos Ruler")
     time.sleep(3)  # a few more evaluations: cluster b stays silent
@@ -242,6 +242,13 @@ def test_the_rules_fire_under_thanos_ruler_for_cluster_a_only(thanos: dict[str, 
         "model": "tiny",
     }
     assert backlog["annotations"]["summary"] == "7 requests are queued for demo/tiny."
+    # the Pending pod both cluster roles see: one alert per cluster, each naming its own
+    pending = "LLMPodPendingWithFreeGPUs"
+    wait_for(lambda: len(alerts(pending)) == 2, 60, f"{pending} for both clusters")
+    assert sorted((a["labels"][LABEL], a["labels"]["pod"], a["labels"]["reason"]) for a in alerts(pending)) == [
+        ("a", "vllm-big-0", "fragmented"),
+        ("b", "vllm-big-0", "fragmented"),
+    ]
     # every rule evaluates over both clusters' series: no join across them finds two matches
     with urllib.request.urlopen(f"{ruler}/api/v1/rules", timeout=10) as response:
         groups = json.load(response)["data"]["groups"]
