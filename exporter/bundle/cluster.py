@@ -34,10 +34,10 @@ import yaml
 
 from exporter.check.promql import AGGREGATIONS, KEYWORDS
 
-DEFAULT_LABEL = "cluster"
-VARIABLE = "cluster"
+DEFAULT_LABEL = "cluster"  # kubernetes-mixin's name, and the kustomize example's
+VARIABLE = "cluster"  # the dashboard variable, whatever the label is called
 LABEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# aggregations that take a parameter before the vector: the parameter is not a selector to filter
+# exporter/check/promql.py's tokens, plus Grafana variables (`$__rate_interval`), which dashboards hold
 _TOKEN = re.compile(
     r"""
     (?P<space>\s+)
