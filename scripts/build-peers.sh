@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the real peers the test suite runs against, each from a pinned Go module (tools/peers/*/go.mod):
 # Prometheus 3 and promtool, Alertmanager, etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
-# kubectl, kwok and helm. Binaries go to $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
+# kubectl, kwok, helm and Thanos. Binaries go to $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
 # a stamp per module (the hash of its go.mod and go.sum) makes a second run a no-op.
 # Only development needs this; running the exporter needs none of it. Go 1.26+ is taken from PATH or,
 # when missing or older, fetched once from the Go module proxy (scripts/ensure-go.sh).
@@ -32,6 +32,7 @@ declare -A packages=(
   [kwok]="sigs.k8s.io/kwok/cmd/kwok"
   [kubernetes]="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl"
   [helm]="helm.sh/helm/v4/cmd/helm"
+  [thanos]="github.com/thanos-io/thanos/cmd/thanos"
 )
 kube_version=$(sed -n 's/^require k8s.io\/kubernetes v//p' tools/peers/kubernetes/go.mod)
 # Prometheus 3.x.y is published as module version v0.3xx.y (3.16.0 is v0.316.0)
@@ -39,14 +40,22 @@ prom_module=$(sed -n 's/^require github.com\/prometheus\/prometheus v0\.//p' too
 prom_version="3.$((${prom_module%%.*} - 300)).${prom_module#*.}"
 am_version=$(sed -n 's/^require github.com\/prometheus\/alertmanager v//p' tools/peers/alertmanager/go.mod)
 helm_version=$(sed -n 's/^require helm.sh\/helm\/v4 //p' tools/peers/helm/go.mod)
+thanos_version=$(sed -n 's/^require github.com\/thanos-io\/thanos v//p' tools/peers/thanos/go.mod)
 declare -A ldflags=(
   [kubernetes]="-X k8s.io/component-base/version.gitVersion=v$kube_version -X k8s.io/component-base/version.gitMajor=${kube_version%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
   [prometheus]="-X github.com/prometheus/common/version.Version=$prom_version"
   [alertmanager]="-X github.com/prometheus/common/version.Version=$am_version"
   [helm]="-X helm.sh/helm/v4/internal/version.version=$helm_version -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
+  [thanos]="-X github.com/prometheus/common/version.Version=$thanos_version"
 )
+# Thanos' go.mod asks for a newer Go than ensure-go.sh provides: the go command fetches this toolchain
+# (from the module proxy, checked against the checksum database) for that module only
+declare -A toolchain=([thanos]=go1.27.3)
+# build tags of the upstream release builds (Thanos' .promu.yml: its Store API code needs Prometheus'
+# slice-backed labels, not the default string-backed ones)
+declare -A tags=([thanos]=netgo,slicelabels)
 # cheapest first, so a test run that only needs Prometheus has it soonest
-order=(etcd alertmanager prometheus kwok helm kubernetes)
+order=(etcd alertmanager prometheus kwok helm kubernetes thanos)
 only=("$@")
 
 # Alertmanager's module embeds its web UI from ui/app/dist, which upstream builds with npm and which the
@@ -76,7 +85,7 @@ for module in "${order[@]}"; do
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $module " ]]; then continue; fi
   dir="$root/tools/peers/$module"
   stamp="$bin/.$module.stamp"
-  want=$( (cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go; echo "${ldflags[$module]:-}") | sha256sum | cut -d' ' -f1)
+  want=$( (cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go; echo "${ldflags[$module]:-}${tags[$module]:+ -tags ${tags[$module]}}") | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
   start=$SECONDS
   echo "build-peers: building $module (first run only; the Kubernetes set takes a while on 2 cores)"
@@ -85,7 +94,7 @@ for module in "${order[@]}"; do
     name=$(basename "$pkg"); [ "$pkg" = "." ] && name=$module
     # -s -w: no symbol tables (smaller binaries); -X: the release's own version string, which the
     # binaries report (/version, --version) and clients check for skew
-    (cd "$dir" && go build -ldflags="-s -w ${ldflags[$module]:-}" -o "$bin/$name.tmp" "$pkg")
+    (cd "$dir" && GOTOOLCHAIN="${toolchain[$module]:-${GOTOOLCHAIN:-auto}}" go build -tags="${tags[$module]:-}" -ldflags="-s -w ${ldflags[$module]:-}" -o "$bin/$name.tmp" "$pkg")
     mv "$bin/$name.tmp" "$bin/$name"
   done
   echo "$want" > "$stamp"

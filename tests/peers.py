@@ -26,6 +26,7 @@ MODULES = {
     "kube-controller-manager": "kubernetes",
     "kubectl": "kubernetes",
     "helm": "helm",
+    "thanos": "thanos",
 }
 _lock = threading.Lock()
 

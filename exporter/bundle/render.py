@@ -5,7 +5,10 @@ in the installed package: rendering is a development step whose output is commit
 
 `--out DIR` writes only the alert files into DIR instead, with `--runbook-url URL` their runbook links
 absolute (`URL#<anchor>`): for installs without the chart's prometheusRule.runbookUrl. The committed files
-keep the repository-relative links.
+keep the repository-relative links. `--cluster-label NAME` (with `--out`) renders them for a store that holds
+many clusters (Thanos Query and the like), each series with the external label NAME: every aggregation and
+vector match keeps NAME (exporter/bundle/cluster.py), and DIR gets the dashboards too, with a cluster
+variable every query filters on. Without it the output is the single-cluster one, byte for byte.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from exporter.bundle import cluster
+
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD_SUFFIX = ".dashboard.py"
 GENERATED = "deploy/base/generated"
@@ -35,6 +40,12 @@ ALERT_FILES = ("llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-
 # An absolute http(s) URL with a host, no whitespace and no fragment (`#<anchor>` is appended); the chart's
 # prometheusRule.runbookUrl is checked with the same expression
 _RUNBOOK_URL = re.compile(r"https?://[^/?#\s]+[^#\s]*")
+# The chart's copies rendered for many clusters (clusterLabel): the label is this name, which the chart
+# replaces with the value; a valid label name, so the copy is itself a valid rule file
+CLUSTER_PLACEHOLDER = "llm_exporter_cluster_label_placeholder"
+CLUSTERED = f"{CHART_FILES}/clustered"
+# The kustomize example for many clusters: the alert rules and dashboards rendered for `cluster`
+MULTI_CLUSTER = "deploy/examples/multi-cluster/generated"
 
 
 @contextmanager
@@ -109,19 +120,29 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
 
         files: dict[str, str] = {}
         configmap: dict[str, str] = {}
+        clustered_configmap: dict[str, str] = {}
         for source in sorted((root / "dashboards").glob("*" + DASHBOARD_SUFFIX)):
             text = dashboard_json(_load_dashboard(source))
             name = source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
             files[f"dashboards/{name}"] = text
             configmap[f"llm-inference-{name}"] = text
+            clustered_configmap[f"llm-inference-{name}"] = cluster.dashboard(text, cluster.DEFAULT_LABEL)
             files[f"{CHART_FILES}/dashboards/llm-inference-{name}"] = text
+            files[f"{CLUSTERED}/dashboards/llm-inference-{name}"] = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
         files["alerts/llm-exporter.rules.yaml"] = formats.rule_file()
         files[f"{CHART_FILES}/llm-exporter.rules.yaml"] = files["alerts/llm-exporter.rules.yaml"]
+        files[f"{CLUSTERED}/llm-exporter.rules.yaml"] = cluster.rule_file(
+            files["alerts/llm-exporter.rules.yaml"], CLUSTER_PLACEHOLDER
+        )
         files["alerts/grafana-alert-rules.json"] = formats.grafana_rules()
         files["alerts/vllm-compat.rules.yaml"] = compat.rule_file()
         files[f"{GENERATED}/prometheusrule.yaml"] = formats.prometheus_rule()
         files[f"{GENERATED}/dashboard-configmap.yaml"] = dashboard_configmap(configmap)
         files[f"{CHART_FILES}/rbac-rules.yaml"] = chart_rbac(root)
+        files[f"{MULTI_CLUSTER}/prometheusrule.yaml"] = cluster.rule_file(
+            files[f"{GENERATED}/prometheusrule.yaml"], cluster.DEFAULT_LABEL
+        )
+        files[f"{MULTI_CLUSTER}/dashboard-configmap.yaml"] = dashboard_configmap(clustered_configmap)
     return files
 
 
@@ -135,16 +156,40 @@ def drifted(root: Path = ROOT, render: Callable[[Path], dict[str, str]] = output
     return out
 
 
-def alert_files(root: Path = ROOT, url: str | None = None) -> dict[str, str]:
+def alert_files(root: Path = ROOT, url: str | None = None, cluster_label: str | None = None) -> dict[str, str]:
     """The alert files (Prometheus rule file, PrometheusRule, Grafana-managed rules) by file name, their
-    `runbook_url` annotations `<url>#<anchor>` (None: the generated, repository-relative links)."""
+    `runbook_url` annotations `<url>#<anchor>` (None: the generated, repository-relative links), every
+    expression keeping `cluster_label` apart (None: the single-cluster rules)."""
     with _importable(root):
         from alerts import formats
         from alerts.thresholds import DEFAULT
 
         t = DEFAULT if url is None else dataclasses.replace(DEFAULT, runbook_url=url)
         rules, manifest, grafana = ALERT_FILES
-        return {rules: formats.rule_file(t), manifest: formats.prometheus_rule(t), grafana: formats.grafana_rules(t)}
+        files = {rules: formats.rule_file(t), manifest: formats.prometheus_rule(t), grafana: formats.grafana_rules(t)}
+    if cluster_label is not None:
+        files[rules] = cluster.rule_file(files[rules], cluster_label)
+        files[manifest] = cluster.rule_file(files[manifest], cluster_label)
+        files[grafana] = cluster.grafana_rules(files[grafana], cluster_label)
+    return files
+
+
+def dashboard_files(root: Path, cluster_label: str) -> dict[str, str]:
+    """The dashboards by the file name the ConfigMap gives them, with a cluster variable on `cluster_label`."""
+    with _importable(root):
+        out = {}
+        for source in sorted((root / "dashboards").glob("*" + DASHBOARD_SUFFIX)):
+            name = "llm-inference-" + source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
+            out[name] = cluster.dashboard(dashboard_json(_load_dashboard(source)), cluster_label)
+    return out
+
+
+def cluster_label(value: str) -> str:
+    """argparse type of --cluster-label."""
+    try:
+        return cluster.label_name(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def runbook_url(value: str) -> str:
@@ -173,6 +218,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --out: the address of your hosted copy of docs/runbook.md; every runbook_url annotation "
         "becomes URL#<anchor> (default: the repository-relative docs/runbook.md)",
     )
+    parser.add_argument(
+        "--cluster-label",
+        type=cluster_label,
+        metavar="NAME",
+        help="with --out: one store holds many clusters, each series with the label NAME (e.g. cluster, set "
+        "as Prometheus' external_labels): every aggregation and join of the alert files keeps NAME, and DIR "
+        "also gets the dashboards, with a cluster variable every query filters on (default: one cluster)",
+    )
 
 
 def _usage(message: str) -> int:
@@ -184,13 +237,19 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     out: Path | None = getattr(args, "out", None)
     url: str | None = getattr(args, "runbook_url", None)
+    label: str | None = getattr(args, "cluster_label", None)
     if url is not None and out is None:
         return _usage("--runbook-url needs --out DIR: the generated files in the repository keep relative links")
+    if label is not None and out is None:
+        return _usage("--cluster-label needs --out DIR: the generated files in the repository are single-cluster")
     if out is not None:
         if args.check:
             return _usage("--check compares the repository's generated files; it takes no --out")
+        files = alert_files(root, url, label)
+        if label is not None:
+            files.update(dashboard_files(root, label))
         out.mkdir(parents=True, exist_ok=True)
-        for name, text in alert_files(root, url).items():
+        for name, text in files.items():
             (out / name).write_text(text, encoding="utf-8")
             print(f"wrote {out / name}")
         return 0

@@ -83,7 +83,12 @@ class HttpPrometheus:
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
         """An instant query, evaluated now or at `at` (Unix seconds)."""
-        form = {"query": expr} if at is None else {"query": expr, "time": f"{at:.3f}"}
+        # Thanos Query answers with the stores that did answer when another fails, and a warning: a
+        # cluster's series missing from it would read as an empty query. partial_response=false makes it
+        # an error instead (Prometheus ignores the parameter).
+        form = {"query": expr, "partial_response": "false"}
+        if at is not None:
+            form["time"] = f"{at:.3f}"
         data = self._call("/api/v1/query", form)
         if data.get("resultType") in ("scalar", "string"):
             return [{"metric": {}, "value": data["result"]}]

@@ -17,19 +17,18 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/vllm/0.32.0.prom"
 COUNTER = re.compile(r"^(vllm:\S+?(?:_total|_bucket|_count|_sum)(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
 
 
-def vllm_body(scrape: int) -> str:
-    """The recorded body with 7 requests waiting and every counter growing with each scrape."""
-    body = FIXTURE.read_text().replace(
-        'vllm:num_requests_waiting{engine="0",model_name="tiny"} 0.0',
-        'vllm:num_requests_waiting{engine="0",model_name="tiny"} 7.0',
-    )
-    assert "} 7.0" in body, "the fixture no longer has the waiting line this test rewrites"
+def vllm_body(scrape: int, waiting: int = 7) -> str:
+    """The recorded body with `waiting` requests waiting and every counter growing with each scrape."""
+    line = 'vllm:num_requests_waiting{engine="0",model_name="tiny"} '
+    assert line + "0.0" in FIXTURE.read_text(), "the fixture no longer has the waiting line this test rewrites"
+    body = FIXTURE.read_text().replace(line + "0.0", f"{line}{float(waiting)}")
     return COUNTER.sub(lambda m: f"{m.group(1)} {float(m.group(2)) * scrape + scrape}", body)
 
 
 class FakeEngine(Served):
-    def __init__(self) -> None:
+    def __init__(self, waiting: int = 7) -> None:
         self.scrapes = 0
+        self.waiting = waiting
         super().__init__(self._answer)
 
     def _answer(self, path: str) -> tuple[int, str]:
@@ -37,7 +36,7 @@ class FakeEngine(Served):
             return 200, json.dumps({"version": "0.32.0"})
         if path == "/metrics":
             self.scrapes += 1
-            return 200, vllm_body(self.scrapes)
+            return 200, vllm_body(self.scrapes, self.waiting)
         return 404, ""
 
 

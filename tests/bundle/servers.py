@@ -142,6 +142,7 @@ def prometheus(
     rule_files: Sequence[Path] = (),
     alertmanager_url: str = "",
     interval: str = "1s",
+    external_labels: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """A real Prometheus on a free loopback port; yields its URL."""
     config: dict[str, Any] = {
@@ -149,6 +150,8 @@ def prometheus(
         "scrape_configs": scrape_configs,
         "rule_files": [str(p) for p in rule_files],
     }
+    if external_labels:
+        config["global"]["external_labels"] = dict(external_labels)
     if alertmanager_url:
         host = urllib.parse.urlsplit(alertmanager_url).netloc
         config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [host]}]}]}

@@ -22,6 +22,11 @@ EXPECTED = {
     "charts/llm-inference-exporter/files/llm-exporter.rules.yaml",
     "charts/llm-inference-exporter/files/dashboards/llm-inference-overview.json",
     "charts/llm-inference-exporter/files/rbac-rules.yaml",
+    # the same rules and dashboards for many clusters (tests/bundle/test_cluster.py)
+    "charts/llm-inference-exporter/files/clustered/llm-exporter.rules.yaml",
+    "charts/llm-inference-exporter/files/clustered/dashboards/llm-inference-overview.json",
+    "deploy/examples/multi-cluster/generated/prometheusrule.yaml",
+    "deploy/examples/multi-cluster/generated/dashboard-configmap.yaml",
 }
 
 

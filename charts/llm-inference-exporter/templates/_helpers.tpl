@@ -117,3 +117,12 @@ securityContext:
   emptyDir:
     sizeLimit: 16Mi
 {{- end }}
+
+{{/* clusterLabel, checked: a label name, or "" for one cluster. */}}
+{{- define "lie.clusterLabel" -}}
+{{- $label := toString (.Values.clusterLabel | default "") }}
+{{- if and $label (or (not (regexMatch `^[A-Za-z_][A-Za-z0-9_]*$` $label)) (hasPrefix "__" $label)) }}
+{{- fail (printf "clusterLabel must be a label name (letters, digits and _, not starting with a digit or __), got %q" $label) }}
+{{- end }}
+{{- $label }}
+{{- end }}

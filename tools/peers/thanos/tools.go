@@ -1,0 +1,8 @@
+//go:build tools
+
+// Package tools pins the command this module builds.
+package tools
+
+import (
+	_ "github.com/thanos-io/thanos/cmd/thanos"
+)
