@@ -12,9 +12,11 @@ from tests.deploy.manifests import ROOT
 from tests.kubecluster import Cluster, start_cluster, wait_for
 
 # the published CRDs of the kinds the manifests create or the cluster role watches
-CRDS = (ROOT / "tests" / "fixtures" / "crds", ROOT / "tests" / "fixtures" / "gateway-api")
 # and those the deployment checks watch where they are installed (LeaderWorkerSet, AIBrix, OpenShift, GIE)
-CRDS += tuple(ROOT / "tests" / "fixtures" / d for d in ("lws", "aibrix", "openshift", "inference-extension"))
+CRDS = tuple(
+    ROOT / "tests" / "fixtures" / d
+    for d in ("crds", "gateway-api", "lws", "aibrix", "openshift", "inference-extension")
+)
 
 
 @pytest.fixture(scope="package")
