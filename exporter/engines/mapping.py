@@ -134,13 +134,26 @@ def map_body(
     head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
     renames = tuple(engine.label_renames.items())
     budget = limits.max_series
-    for spec, source in expected_sources(release, engine).items():
+    for spec, source in _chosen_sources(release, engine, families).items():
         found = source in families
-        if found or judge_missing:
+        if found and spec in engine.counted_with_flag:
+            found = _counted(parsed, source)
+        derived = engine.derived.get(spec)
+        stated = derived(parsed.samples.get(source, [])) if found and derived is not None else []
+        if derived is not None and found and not stated:
+            continue  # the family is there but does not state the quantity (blocks not sized yet): absent
+        if found or (judge_missing and spec not in engine.flags and spec not in engine.counted_with_flag):
             result.present[spec] = (source, found)
         if not found:
             continue
         out = result.samples.setdefault(spec, [])
+        if derived is not None:
+            if len(stated) > budget:
+                result.dropped["series_limit"] += len(stated)
+                continue
+            budget -= len(stated)
+            out.extend(("", _label_block(head, labels, renames), value) for labels, value in stated)
+            continue
         for group in _series_groups(spec, source, parsed, limits, result.dropped):
             if len(group) > budget:
                 result.dropped["series_limit"] += len(group)
@@ -148,6 +161,26 @@ def map_body(
             budget -= len(group)
             out.extend((suffix, _label_block(head, labels, renames), value) for suffix, labels, value in group)
     return result
+
+
+def _chosen_sources(release: Release, engine: Engine, families: set[str]) -> dict[MetricSpec, str]:
+    """The release's expected sources, and the source in the body of each metric behind a flag that the
+    release does not expose by default (LoRA, speculative decoding, …)."""
+    chosen = expected_sources(release, engine)
+    if not engine.flags:
+        return chosen
+    chosen = dict(chosen)
+    for spec in engine.flags:
+        if spec not in chosen:
+            found = next((s for s in engine.sources[spec] if s in families), None)
+            if found is not None:
+                chosen[spec] = found
+    return chosen
+
+
+def _counted(parsed: parser.ParsedBody, source: str) -> bool:
+    """Whether a counter has counted anything (one sample above 0)."""
+    return any(value > 0 for _, value in parsed.samples.get(source, ()))
 
 
 def _active(parsed: parser.ParsedBody, engine: Engine) -> bool:

@@ -43,6 +43,6 @@ def never_mapped(engine: str) -> list[tuple[str, str]]:
     notes = spec.notes or {}
     return [
         (canonical.name, notes.get(canonical, "no source with the same meaning"))
-        for canonical in m.CANONICAL
+        for canonical in m.MAPPED
         if canonical not in spec.sources
     ]
