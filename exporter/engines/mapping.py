@@ -18,7 +18,7 @@ from functools import cache, lru_cache
 
 from exporter.catalogue.spec import MetricSpec, MetricType
 from exporter.engines import parser, vllm
-from exporter.engines.engine import Engine
+from exporter.engines.engine import Derive, Engine
 from exporter.engines.releases import Release, Releases, parse_version
 from exporter.exposition import escape_label_value
 
@@ -134,15 +134,14 @@ def map_body(
     head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
     renames = tuple(engine.label_renames.items())
     budget = limits.max_series
-    for spec, source in _chosen_sources(release, engine, families).items():
+    for spec, source, counted, derived, quiet in _plan(release, engine, families):
         found = source in families
-        if found and spec in engine.counted_with_flag:
+        if found and counted:
             found = _counted(parsed, source)
-        derived = engine.derived.get(spec)
         stated = derived(parsed.samples.get(source, [])) if found and derived is not None else []
         if derived is not None and found and not stated:
             continue  # the family is there but does not state the quantity (blocks not sized yet): absent
-        if found or (judge_missing and spec not in engine.flags and spec not in engine.counted_with_flag):
+        if found or (judge_missing and not quiet):
             result.present[spec] = (source, found)
         if not found:
             continue
@@ -163,19 +162,33 @@ def map_body(
     return result
 
 
-def _chosen_sources(release: Release, engine: Engine, families: set[str]) -> dict[MetricSpec, str]:
-    """The release's expected sources, and the source in the body of each metric behind a flag that the
-    release does not expose by default (LoRA, speculative decoding, …)."""
-    chosen = expected_sources(release, engine)
+Step = tuple[MetricSpec, str, bool, Derive | None, bool]  # (spec, source, counted with a flag, derive, quiet)
+
+
+def _plan(release: Release, engine: Engine, families: set[str]) -> tuple[Step, ...]:
+    """What to map from a body of `release`: its expected sources, then, for each metric behind a flag the
+    release does not expose by default (LoRA, speculative decoding, …), the first of its sources the body has."""
+    plan = _expected_plan(release, engine)
     if not engine.flags:
-        return chosen
-    chosen = dict(chosen)
+        return plan
+    chosen = {step[0] for step in plan}
+    extra = []
     for spec in engine.flags:
         if spec not in chosen:
             found = next((s for s in engine.sources[spec] if s in families), None)
             if found is not None:
-                chosen[spec] = found
-    return chosen
+                extra.append(_step(engine, spec, found))
+    return (*plan, *extra) if extra else plan
+
+
+@cache
+def _expected_plan(release: Release, engine: Engine) -> tuple[Step, ...]:
+    return tuple(_step(engine, spec, source) for spec, source in expected_sources(release, engine).items())
+
+
+def _step(engine: Engine, spec: MetricSpec, source: str) -> Step:
+    counted = spec in engine.counted_with_flag
+    return (spec, source, counted, engine.derived.get(spec), counted or spec in engine.flags)
 
 
 def _counted(parsed: parser.ParsedBody, source: str) -> bool:
