@@ -153,12 +153,12 @@ def map_body(
             budget -= len(stated)
             out.extend(("", _label_block(head, labels, renames), value) for labels, value in stated)
             continue
-        for group in _series_groups(spec, source, parsed, limits, result.dropped):
+        for group in _series_groups(spec, source, parsed, limits, result.dropped, head, renames):
             if len(group) > budget:
                 result.dropped["series_limit"] += len(group)
                 continue
             budget -= len(group)
-            out.extend((suffix, _label_block(head, labels, renames), value) for suffix, labels, value in group)
+            out.extend(group)
     return result
 
 
@@ -168,22 +168,23 @@ Step = tuple[MetricSpec, str, bool, Derive | None, bool]  # (spec, source, count
 def _plan(release: Release, engine: Engine, families: set[str]) -> tuple[Step, ...]:
     """What to map from a body of `release`: its expected sources, then, for each metric behind a flag the
     release does not expose by default (LoRA, speculative decoding, …), the first of its sources the body has."""
-    plan = _expected_plan(release, engine)
-    if not engine.flags:
-        return plan
-    chosen = {step[0] for step in plan}
+    plan, flagged = _expected_plan(release, engine)
     extra = []
-    for spec in engine.flags:
-        if spec not in chosen:
-            found = next((s for s in engine.sources[spec] if s in families), None)
-            if found is not None:
-                extra.append(_step(engine, spec, found))
+    for spec, sources in flagged:
+        found = next((s for s in sources if s in families), None)
+        if found is not None:
+            extra.append(_step(engine, spec, found))
     return (*plan, *extra) if extra else plan
 
 
 @cache
-def _expected_plan(release: Release, engine: Engine) -> tuple[Step, ...]:
-    return tuple(_step(engine, spec, source) for spec, source in expected_sources(release, engine).items())
+def _expected_plan(
+    release: Release, engine: Engine
+) -> tuple[tuple[Step, ...], tuple[tuple[MetricSpec, tuple[str, ...]], ...]]:
+    """The steps of the release's expected sources, and (metric, sources) of each flag-gated metric it lacks."""
+    expected = expected_sources(release, engine)
+    plan = tuple(_step(engine, spec, source) for spec, source in expected.items())
+    return plan, tuple((spec, engine.sources[spec]) for spec in engine.flags if spec not in expected)
 
 
 def _step(engine: Engine, spec: MetricSpec, source: str) -> Step:
@@ -201,13 +202,19 @@ def _active(parsed: parser.ParsedBody, engine: Engine) -> bool:
     return any(value > 0 for name in engine.activity for _, value in parsed.samples.get(name, ()))
 
 
-Sample = tuple[str, tuple[tuple[str, str], ...], float]  # (suffix, source labels, value)
+Sample = tuple[str, str, float]  # (suffix, our rendered label block, value)
 
 
 def _series_groups(
-    spec: MetricSpec, source: str, parsed: parser.ParsedBody, limits: Limits, dropped: dict[str, int]
+    spec: MetricSpec,
+    source: str,
+    parsed: parser.ParsedBody,
+    limits: Limits,
+    dropped: dict[str, int],
+    head: str,
+    renames: tuple[tuple[str, str], ...],
 ) -> list[list[Sample]]:
-    """The samples of one source family, grouped by their labels without `le`, in body order.
+    """The samples of one source family, rendered, grouped by their labels without `le`, in body order.
 
     Drops (and counts) repeated series, keeping the first, and series with an over-long label value.
     """
@@ -218,11 +225,11 @@ def _series_groups(
         if len({labels for labels, _ in samples}) != len(samples):  # rare: checked in C, handled in Python
             samples = _first_of_each(samples, dropped)
         for labels, value in samples:
-            key = _series_key(labels, longest)
+            key, block = _series_key(labels, longest, head, renames)
             if key is None:
                 dropped["label_too_long"] += 1
                 continue
-            groups.setdefault(key, []).append((suffix, labels, value))
+            groups.setdefault(key, []).append((suffix, block, value))
     return list(groups.values())
 
 
@@ -240,11 +247,14 @@ def _first_of_each(
 
 
 @lru_cache(maxsize=1 << 16)  # the same label sets recur at every scrape (parse_labels hands out the same tuples)
-def _series_key(labels: tuple[tuple[str, str], ...], longest: int) -> tuple[tuple[str, str], ...] | None:
-    """The labels that identify a series group (all but `le`), or None when a value is longer than `longest`."""
+def _series_key(
+    labels: tuple[tuple[str, str], ...], longest: int, head: str, renames: tuple[tuple[str, str], ...]
+) -> tuple[tuple[tuple[str, str], ...] | None, str]:
+    """(the labels that identify a series group: all but `le`, our label block), one cached look-up per
+    sample; the key is None when a value is longer than `longest`."""
     if any(len(value) > longest for _, value in labels):
-        return None
-    return tuple(pair for pair in labels if pair[0] != "le")
+        return None, ""
+    return tuple(pair for pair in labels if pair[0] != "le"), _label_block(head, labels, renames)
 
 
 def _known(family: str, known: frozenset[str]) -> bool:
