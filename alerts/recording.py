@@ -14,7 +14,8 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
   saturated) or `none`. The first that holds wins, in that order; the runbook has the definitions.
 - `llm-inference.capacity`: capacity in tokens, from the engines' own counts: tokens per second per GPU
   (prompt and completion apart), KV headroom in tokens and how many requests at the context limit fit,
-  the context reserved against the p99 used, speculative decoding's acceptance and the load shed ratio.
+  the context reserved against the p99 used, speculative decoding's acceptance, the load shed ratio, and the
+  model bandwidth utilisation (estimated bytes read over the GPU's peak bandwidth).
 """
 
 from __future__ import annotations
@@ -224,6 +225,13 @@ def _capacity() -> list[Recording]:
         f"histogram_quantile(0.99, sum by ({MODEL}, le) (rate(llm_request_{kind}_tokens_bucket[1h])))"
         for kind in ("prompt", "generation")
     )
+    # model bandwidth utilisation: the bytes the engine estimates it read per GPU (vLLM --enable-mfu-metrics)
+    # over its GPUs' peak; pod info on the many side, so pods time-sliced on one GPU each join it
+    peak = (
+        "avg by (namespace, pod) (llm_gpu_pod_info * on (uuid) group_left ()"
+        " max by (uuid) (llm_gpu_memory_bandwidth_max_bytes_per_second))"
+    )
+    read = "sum by (namespace, pod, model, dp_rank) (rate(llm_estimated_read_bytes_per_gpu_total[5m]))"
     rejected = f"sum by ({MODEL}) (rate(llm_requests_rejected_total[5m]))"
     finished = f"sum by ({MODEL}) (rate(llm_requests_finished_total[5m]))"
     out += [
@@ -246,6 +254,11 @@ def _capacity() -> list[Recording]:
             CAPACITY_GROUP,
             f"sum by ({MODEL}) (rate(llm_spec_decode_accepted_tokens_total[5m]))"
             f" / (sum by ({MODEL}) (rate(llm_spec_decode_draft_tokens_total[5m])) > 0)",
+        ),
+        Recording(
+            "llm:model_bandwidth_utilization",
+            CAPACITY_GROUP,
+            f"avg by ({MODEL}) ({read} / on (namespace, pod) group_left () {peak})",
         ),
         # refused over offered (refused + finished); no traffic: no sample
         Recording(
