@@ -171,7 +171,8 @@ SCRAPE_ERROR = _g(
 MAX_CONTEXT_TOKENS = _g(
     "llm_engine_max_context_tokens",
     "Longest context (prompt + generation) the engine accepts for `model`, in tokens, as it answers at "
-    "/v1/models (vLLM: max_model_len); re-read with the version.",
+    "/v1/models (vLLM: max_model_len) or /props (llama.cpp: n_ctx per slot, model empty); re-read with the "
+    "version.",
     (*SOURCE, "model"),
     unit="",
     stability=Stability.EXPERIMENTAL,

@@ -165,8 +165,12 @@ class EngineCollector:
             # /version gets at most half the budget: the metrics matter more than their label
             url = target.base_url + engine.version_path
             raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 16, accept="*/*")
-            value = json.loads(raw).get(engine.version_field)
+            answer = json.loads(raw)
+            value = answer.get(engine.version_field)
             version = value if isinstance(value, str) and value else None
+            if engine.served_in_version is not None:
+                with self._lock:
+                    self._models[target.metrics_url] = (engine.served_in_version(answer), now)
         except (http.FetchError, ValueError, AttributeError):
             version = None  # older servers have no /version: the release is inferred from the names
         with self._lock:
@@ -177,7 +181,8 @@ class EngineCollector:
         """The models the engine serves (context limit, checkpoint), re-read as often as the version: both
         change only when the engine restarts. () when it has no such endpoint or does not answer one."""
         if engine.models_path is None:
-            return ()
+            with self._lock:  # read with the version (llama.cpp's /props), if at all
+                return self._models.get(target.metrics_url, ((), 0.0))[0]
         now = time.monotonic()
         with self._lock:
             cached = self._models.get(target.metrics_url)
@@ -225,7 +230,8 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
         for spec, samples in result.samples.items():
             canonical[spec].samples.extend(samples)
         for model in outcome.models:
-            model_info.add((*source, model.model, model.root), 1.0)
+            if model.root:  # llama.cpp says no checkpoint by name
+                model_info.add((*source, model.model, model.root), 1.0)
             if model.max_context_tokens is not None:
                 context.add((*source, model.model), float(model.max_context_tokens))
     return [*canonical.values(), up, info, present, unmapped, duration, error, dropped, context, model_info]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from exporter.catalogue.engine import CAPACITY
 from exporter.catalogue.spec import MetricSpec
 from exporter.engines.releases import Releases
+from exporter.engines.served import ServedModel
 
 Labels = tuple[tuple[str, str], ...]
 # a source family's samples (labels, value) → the canonical metric's samples, for a quantity the engine states
@@ -51,6 +52,8 @@ class Engine:
     # probe for the context limit and the checkpoint served, re-read with the version: an OpenAI `/v1/models`
     # (`max_model_len`, `root` per model id), or None
     models_path: str | None = None
+    # the same from the version answer itself (llama.cpp's /props: the context per slot), or None
+    served_in_version: Callable[[object], tuple[ServedModel, ...]] | None = None
 
     @property
     def family_prefix(self) -> str:

@@ -221,3 +221,18 @@ def test_an_engine_without_v1_models_loses_nothing_else() -> None:
             collector.close()
     assert "llm_engine_max_context_tokens" not in text and "llm_engine_model_info" not in text
     assert f"llm_engine_up{{{HEAD}}} 1" in text and lines(text, "llm_kv_cache_capacity_tokens")
+
+
+def test_llama_cpp_context_is_the_per_slot_n_ctx_of_props() -> None:
+    from exporter.engines import llamacpp
+
+    # the shape llama-server b11434 answers (-c 1024 -np 2): only the fields read here
+    answer = {"default_generation_settings": {"n_ctx": 512}, "total_slots": 2, "build_info": "b0-unknown"}
+    assert llamacpp.props_context(answer) == (served.ServedModel("", "", 512),)
+    settings = "default_generation_settings"
+    odd: tuple[object, ...] = ({}, {settings: {"n_ctx": True}}, {settings: {"n_ctx": -1}}, {settings: []}, [])
+    for other in odd:
+        assert llamacpp.props_context(other) == ()
+    target = from_url("http://10.0.0.1:8080", "demo", "llama-0", "llamacpp")
+    text = render(build_families([Outcome(target, None, "connect", 0.0, "llamacpp")]))
+    assert "llm_engine_max_context_tokens" not in text  # a target that is down says no limit
