@@ -236,3 +236,13 @@ def test_llama_cpp_context_is_the_per_slot_n_ctx_of_props() -> None:
     target = from_url("http://10.0.0.1:8080", "demo", "llama-0", "llamacpp")
     text = render(build_families([Outcome(target, None, "connect", 0.0, "llamacpp")]))
     assert "llm_engine_max_context_tokens" not in text  # a target that is down says no limit
+
+
+def test_tgi_length_histograms_from_0_5_0_never_from_its_earlier_summaries() -> None:
+    from tests.engines.engine_bodies import body
+    from tests.engines.test_engines import exposition as engine_exposition
+
+    old, new = (engine_exposition("tgi", body("tgi", v), v) for v in ("0.4.3", "0.5.0"))
+    assert "llm_request_prompt_tokens_count" not in old and "llm_request_generation_tokens_count" not in old
+    assert 'metric="llm_request_prompt_tokens"' not in old  # a summary is no source: nothing to miss
+    assert "llm_request_prompt_tokens_count{" in new and "llm_request_generation_tokens_count{" in new
