@@ -12,6 +12,10 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
   with requests waiting, or preemptions), `memory_bandwidth` (the model's GPUs near their memory bandwidth
   peak while decoding), `compute` (requests wait although KV cache and bandwidth have room: prefill is
   saturated) or `none`. The first that holds wins, in that order; the runbook has the definitions.
+- `llm-inference.capacity`: capacity in tokens, from the engines' own counts: tokens per second per GPU
+  (prompt and completion apart), KV headroom in tokens and how many requests at the context limit fit,
+  the context reserved against the p99 used, speculative decoding's acceptance, the load shed ratio, and the
+  model bandwidth utilisation (estimated bytes read over the GPU's peak bandwidth).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ MODEL = "namespace, model"
 REPLICA = "namespace, model, pod"
 AUTOSCALER = "namespace, workload, autoscaler, kind"
 BOTTLENECKS = ("kv_capacity", "memory_bandwidth", "compute", "none")
+CAPACITY_GROUP = "llm-inference.capacity"
+RANK = "namespace, pod, dp_rank"  # one engine's KV cache: vLLM's capacity has no model label
 
 
 @dataclass(frozen=True)
@@ -213,11 +219,88 @@ def _diagnosis(t: Thresholds) -> list[Recording]:
     return out
 
 
+MODEL_GPUS = "llm:model_gpus"
+CONTEXT_USED_P99 = "llm:request_context_tokens:p99_1h"
+
+
+def _capacity() -> list[Recording]:
+    # the GPUs serving each model: distinct uuids, so two pods time-sliced on one GPU count it once
+    model_of_pod = "group by (namespace, pod, model) (llm_requests_running)"
+    gpus = (
+        f"count by ({MODEL}) (group by (namespace, model, uuid) (llm_gpu_pod_info"
+        f" * on (namespace, pod) group_left (model) {model_of_pod}))"
+    )
+    out = [Recording(MODEL_GPUS, CAPACITY_GROUP, gpus)]
+    for kind, counter in (("prompt", "llm_prompt_tokens_total"), ("generation", "llm_generation_tokens_total")):
+        out.append(
+            Recording(
+                f"llm:{kind}_tokens_per_gpu:rate5m",
+                CAPACITY_GROUP,
+                f"sum by ({MODEL}) (rate({counter}[5m])) / on ({MODEL}) {MODEL_GPUS}",
+            )
+        )
+    capacity = f"max by ({RANK}) (llm_kv_cache_capacity_tokens)"
+    # tokens in use where the engine counts them (SGLang), else capacity times the free share (vLLM: a block
+    # ratio, so the headroom is block-granular)
+    headroom = (
+        f"({capacity} - max by ({RANK}) (llm_kv_cache_used_tokens))"
+        f" or ({capacity} * on ({RANK}) (1 - max by ({RANK}) (llm_kv_cache_usage_ratio)))"
+    )
+    limit = "max by (namespace, pod) (llm_engine_max_context_tokens)"
+    used = " + ".join(
+        f"histogram_quantile(0.99, sum by ({MODEL}, le) (rate(llm_request_{kind}_tokens_bucket[1h])))"
+        for kind in ("prompt", "generation")
+    )
+    # model bandwidth utilisation: the bytes the engine estimates it read per GPU (vLLM --enable-mfu-metrics)
+    # over its GPUs' peak; pod info on the many side, so pods time-sliced on one GPU each join it
+    peak = (
+        "avg by (namespace, pod) (llm_gpu_pod_info * on (uuid) group_left ()"
+        " max by (uuid) (llm_gpu_memory_bandwidth_max_bytes_per_second))"
+    )
+    read = "sum by (namespace, pod, model, dp_rank) (rate(llm_estimated_read_bytes_per_gpu_total[5m]))"
+    rejected = f"sum by ({MODEL}) (rate(llm_requests_rejected_total[5m]))"
+    finished = f"sum by ({MODEL}) (rate(llm_requests_finished_total[5m]))"
+    out += [
+        Recording("llm:kv_cache_headroom_tokens", CAPACITY_GROUP, headroom),
+        # requests of the full context length the KV cache holds at once
+        Recording(
+            "llm:kv_cache_concurrency_at_context_limit",
+            CAPACITY_GROUP,
+            f"{capacity} / on (namespace, pod) group_left () {limit}",
+        ),
+        # p99 prompt + p99 generation: at least the p99 of their sum, so the ratio below errs small
+        Recording(CONTEXT_USED_P99, CAPACITY_GROUP, used),
+        Recording(
+            "llm:context_reserved_over_used",
+            CAPACITY_GROUP,
+            f"max by ({MODEL}) (llm_engine_max_context_tokens) / on ({MODEL}) ({CONTEXT_USED_P99} > 0)",
+        ),
+        Recording(
+            "llm:spec_decode_acceptance_ratio:rate5m",
+            CAPACITY_GROUP,
+            f"sum by ({MODEL}) (rate(llm_spec_decode_accepted_tokens_total[5m]))"
+            f" / (sum by ({MODEL}) (rate(llm_spec_decode_draft_tokens_total[5m])) > 0)",
+        ),
+        Recording(
+            "llm:model_bandwidth_utilization",
+            CAPACITY_GROUP,
+            f"avg by ({MODEL}) ({read} / on (namespace, pod) group_left () {peak})",
+        ),
+        # refused over offered (refused + finished); no traffic: no sample
+        Recording(
+            "llm:requests_rejected_ratio:rate5m",
+            CAPACITY_GROUP,
+            f"{rejected} / (({rejected} + on ({MODEL}) {finished}) > 0)",
+        ),
+    ]
+    return out
+
+
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
     return [
         Recording(r.name, r.group, scoped(r.expr, t.selector), r.labels)
-        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_diagnosis(t))
+        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(), *_diagnosis(t))
     ]
 
 

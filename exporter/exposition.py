@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from exporter.catalogue.spec import MetricSpec, MetricType
 
@@ -30,12 +31,13 @@ def render_labels(pairs: Iterable[tuple[str, str]]) -> str:
 
 
 def format_value(value: float) -> str:
+    if -1e15 < value < 1e15:  # the common case first: finite (NaN compares false) and within int range
+        whole = int(value)
+        return f"{whole}" if whole == value else repr(float(value))
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    if value == int(value) and abs(value) < 1e15:
-        return f"{int(value)}"
     return repr(float(value))
 
 
@@ -53,7 +55,7 @@ class Family:
         """Add one sample; `label_values` follow the order of `spec.labels`."""
         if len(label_values) != len(self.spec.labels):
             raise ValueError(f"{self.spec.name}: expected labels {self.spec.labels}, got {tuple(label_values)}")
-        self.samples.append(("", render_labels(zip(self.spec.labels, label_values, strict=True)), float(value)))
+        self.samples.append(("", _rendered(self.spec.labels, tuple(label_values)), float(value)))
 
     def add_rendered(self, suffix: str, label_block: str, value: float) -> None:
         """Add a sample whose label block is already rendered (the engine re-export path)."""
@@ -61,6 +63,11 @@ class Family:
 
     def __repr__(self) -> str:
         return f"Family({self.spec.name!r}, {len(self.samples)} samples)"
+
+
+@lru_cache(maxsize=1 << 14)  # the same series (engine up, present, info) recur at every scrape
+def _rendered(names: tuple[str, ...], values: tuple[str, ...]) -> str:
+    return render_labels(zip(names, values, strict=True))
 
 
 def render(families: Iterable[Family]) -> str:

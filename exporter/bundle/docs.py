@@ -9,7 +9,7 @@ from pathlib import Path
 
 from exporter import __version__
 from exporter.catalogue import ALL, MetricSpec, renames
-from exporter.engines.table import render_table
+from exporter.engines.table import behind_flags, render_table
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 SECTIONS = {
@@ -55,6 +55,18 @@ def render() -> str:
         "Which vLLM family feeds each canonical metric, release by release (`llm-exporter mappings`). A release",
         "newer than the table uses the newest mapping. `—`: the release exposes no source; the metric is absent",
         "and no `llm_metric_present` series is emitted for it.",
+        "",
+        "Behind a flag (mapped when present, never reported missing, so `llm_metric_present` stays quiet on a",
+        "server started without it):",
+        "",
+        *behind_flags("vllm"),
+        "",
+        "`llm_kv_cache_capacity_tokens` is read from `vllm:cache_config_info`'s labels: `kv_cache_size_tokens`",
+        "(the group-aware size vLLM logs at start-up), else `num_gpu_blocks` x `block_size` (never for a hybrid",
+        "model, whose `mamba_block_size` is set); it carries no `model` (the family has none). vLLM has no exact",
+        "count of KV tokens in use (`kv_cache_usage_perc` is a block ratio), so `llm_kv_cache_used_tokens` is",
+        "absent for vLLM. `llm_engine_max_context_tokens` and `llm_engine_model_info` come from `/v1/models`,",
+        "read with `/version` and cached as long.",
         "",
         render_table(markdown=True),
     ]

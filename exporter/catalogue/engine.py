@@ -56,6 +56,88 @@ REQUESTS_FINISHED = _c(
     (*SERIES, "finished_reason"),
 )
 
+# Capacity in tokens: what decides whether a replica keeps up (KV cache, context, lengths, compute, shedding)
+KV_CACHE_CAPACITY_TOKENS = _g(
+    "llm_kv_cache_capacity_tokens",
+    "Tokens the engine's KV cache holds when full, as the engine sized it at start-up (vLLM: its KV cache "
+    "size in tokens, else GPU blocks x block size; SGLang: max_total_num_tokens).",
+    SERIES,
+    unit="",
+    stability=Stability.EXPERIMENTAL,
+)
+KV_CACHE_USED_TOKENS = _g(
+    "llm_kv_cache_used_tokens",
+    "Tokens held in the KV cache now (SGLang kv_used_tokens); absent where the engine counts only a ratio.",
+    SERIES,
+    unit="",
+    stability=Stability.EXPERIMENTAL,
+)
+REQUEST_PROMPT_TOKENS = _h(
+    "llm_request_prompt_tokens",
+    "Prompt length of each finished request, in tokens.",
+    SERIES,
+    unit="",
+    stability=Stability.EXPERIMENTAL,
+)
+REQUEST_GENERATION_TOKENS = _h(
+    "llm_request_generation_tokens",
+    "Tokens generated for each finished request.",
+    SERIES,
+    unit="",
+    stability=Stability.EXPERIMENTAL,
+)
+REQUESTS_WAITING_BY_REASON = _g(
+    "llm_requests_waiting_by_reason",
+    "Requests waiting, by why: capacity (no room in the KV cache or batch) or deferred (vLLM 0.20+).",
+    (*SERIES, "reason"),
+    stability=Stability.EXPERIMENTAL,
+)
+REQUESTS_REJECTED = _c(
+    "llm_requests_rejected_total",
+    "Requests the engine's admission control refused (load shed by a queue limit), by reason (vLLM 0.32+).",
+    (*SERIES, "reason"),
+    stability=Stability.EXPERIMENTAL,
+)
+PROMPT_TOKENS_CACHED = _c(
+    "llm_prompt_tokens_cached_total",
+    "Prompt tokens served from a cache instead of computed (vLLM: local and external KV caches, 0.16+).",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
+)
+ESTIMATED_FLOPS = _c(
+    "llm_estimated_flops_per_gpu_total",
+    "Floating point operations the engine estimates it ran, per GPU (vLLM 0.17+ with --enable-mfu-metrics, "
+    "SGLang 0.5.10+); absent while the engine counts none.",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
+)
+ESTIMATED_READ_BYTES = _c(
+    "llm_estimated_read_bytes_per_gpu_total",
+    "Bytes the engine estimates it read from GPU memory, per GPU (vLLM 0.17+ with --enable-mfu-metrics); "
+    "absent while the engine counts none.",
+    SERIES,
+    unit="bytes",
+    stability=Stability.EXPERIMENTAL,
+)
+SPEC_DECODE_DRAFT_TOKENS = _c(
+    "llm_spec_decode_draft_tokens_total",
+    "Tokens proposed by speculative decoding's draft (only with speculative decoding configured).",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
+)
+SPEC_DECODE_ACCEPTED_TOKENS = _c(
+    "llm_spec_decode_accepted_tokens_total",
+    "Draft tokens the target model accepted (only with speculative decoding configured).",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
+)
+ENGINE_ASLEEP = _g(
+    "llm_engine_asleep",
+    "1 while the engine sleeps (vLLM sleep mode: weights offloaded or discarded, serving nothing), 0 awake.",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
+)
+
 ENGINE_UP = _g("llm_engine_up", "1 when the last scrape of this engine target succeeded, else 0.", SOURCE)
 ENGINE_INFO = _g(
     "llm_engine_info",
@@ -86,6 +168,22 @@ SCRAPE_ERROR = _g(
     "parse, metrics_disabled: the engine serves no metrics, e.g. llama.cpp without --metrics), else absent.",
     (*SOURCE, "reason"),
 )
+MAX_CONTEXT_TOKENS = _g(
+    "llm_engine_max_context_tokens",
+    "Longest context (prompt + generation) the engine accepts for `model`, in tokens, as it answers at "
+    "/v1/models (vLLM: max_model_len) or /props (llama.cpp: n_ctx per slot, model empty); re-read with the "
+    "version.",
+    (*SOURCE, "model"),
+    unit="",
+    stability=Stability.EXPERIMENTAL,
+)
+MODEL_INFO = _g(
+    "llm_engine_model_info",
+    "The checkpoint an engine serves under each model name, value 1: `root` is what /v1/models answers "
+    "(vLLM: the path or repository the weights were loaded from).",
+    (*SOURCE, "model", "root"),
+    stability=Stability.EXPERIMENTAL,
+)
 SERIES_DROPPED = _g(
     "llm_engine_series_dropped",
     "Series of this engine target left out of the last scrape, by reason: series_limit "
@@ -113,8 +211,28 @@ CANONICAL: tuple[MetricSpec, ...] = (
 )
 """Metrics re-exported from engine series (the rest of this module describes the engines themselves)."""
 
+CAPACITY: tuple[MetricSpec, ...] = (
+    KV_CACHE_CAPACITY_TOKENS,
+    KV_CACHE_USED_TOKENS,
+    REQUEST_PROMPT_TOKENS,
+    REQUEST_GENERATION_TOKENS,
+    REQUESTS_WAITING_BY_REASON,
+    REQUESTS_REJECTED,
+    PROMPT_TOKENS_CACHED,
+    ESTIMATED_FLOPS,
+    ESTIMATED_READ_BYTES,
+    SPEC_DECODE_DRAFT_TOKENS,
+    SPEC_DECODE_ACCEPTED_TOKENS,
+    ENGINE_ASLEEP,
+)
+"""Capacity metrics re-exported from engine series: the engines' own counts of KV cache, lengths, compute
+and load shed. Their sources came late and are partly behind flags: they do not place a release by its names."""
+
+MAPPED: tuple[MetricSpec, ...] = (*CANONICAL, *CAPACITY)
+"""Every metric the mapping re-exports from an engine body."""
+
 METRICS: tuple[MetricSpec, ...] = (
-    *CANONICAL,
+    *MAPPED,
     ENGINE_UP,
     ENGINE_INFO,
     METRIC_PRESENT,
@@ -122,4 +240,6 @@ METRICS: tuple[MetricSpec, ...] = (
     SCRAPE_DURATION,
     SCRAPE_ERROR,
     SERIES_DROPPED,
+    MAX_CONTEXT_TOKENS,
+    MODEL_INFO,
 )

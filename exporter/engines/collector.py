@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from exporter.catalogue import engine as m
 from exporter.collect import Collector
 from exporter.config import Engines
-from exporter.engines import mapping, parser, registry
+from exporter.engines import mapping, parser, registry, served
 from exporter.engines.engine import Engine
 from exporter.engines.releases import Releases
 from exporter.engines.targets import EngineTarget, from_static
@@ -44,6 +44,7 @@ class Outcome:
     error: str  # "" on success, else a FetchError reason, "metrics_disabled" (HTTP 501) or "parse"
     seconds: float
     engine: str = ""  # the engine found in the body (or configured); "" to keep the target's
+    models: tuple[served.ServedModel, ...] = ()  # from /v1/models, read with the version
 
 
 class EngineCollector:
@@ -66,6 +67,7 @@ class EngineCollector:
         self._pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="engine-scrape")
         self._limits = mapping.Limits(config.max_series_per_target, config.max_label_value_length)
         self._versions: dict[str, tuple[str | None, float]] = {}
+        self._models: dict[str, tuple[tuple[served.ServedModel, ...], float]] = {}
         self._engines: dict[str, Engine] = {}  # metrics URL → engine detected in its body
         self._lock = threading.Lock()
 
@@ -123,6 +125,7 @@ class EngineCollector:
             identity = {**target.identity, "engine": engine.name}
             releases = self._releases if self._releases is not None and engine.name == "vllm" else engine.releases()
             mapped = mapping.map_body(body, identity, version, releases, self._limits, engine)
+            models = self._served(target, engine, deadline)
         except http.FetchError as exc:
             self._forget_version(target)
             log.debug("engine %s: %s", target.metrics_url, exc)
@@ -133,7 +136,7 @@ class EngineCollector:
             # the kind of fault only: a misconfigured target could serve anything, and bodies are never logged
             log.debug("engine %s: unparsable body (%s, %d bytes)", target.metrics_url, str(exc).split(":")[0], len(raw))
             return Outcome(target, None, "parse", time.monotonic() - start, name)
-        return Outcome(target, mapped, "", time.monotonic() - start, name)
+        return Outcome(target, mapped, "", time.monotonic() - start, name, models)
 
     def _fetch(self, target: EngineTarget, engine: Engine | None, deadline: float) -> tuple[str, bytes]:
         """(URL, body) of the target's Prometheus text. trtllm-serve serves it at /prometheus/metrics (its
@@ -162,25 +165,53 @@ class EngineCollector:
             # /version gets at most half the budget: the metrics matter more than their label
             url = target.base_url + engine.version_path
             raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 16, accept="*/*")
-            value = json.loads(raw).get(engine.version_field)
+            answer = json.loads(raw)
+            value = answer.get(engine.version_field)
             version = value if isinstance(value, str) and value else None
+            if engine.served_in_version is not None:
+                with self._lock:
+                    self._models[target.metrics_url] = (engine.served_in_version(answer), now)
         except (http.FetchError, ValueError, AttributeError):
             version = None  # older servers have no /version: the release is inferred from the names
         with self._lock:
             self._versions[target.metrics_url] = (version, now)
         return version
 
+    def _served(self, target: EngineTarget, engine: Engine, deadline: float) -> tuple[served.ServedModel, ...]:
+        """The models the engine serves (context limit, checkpoint), re-read as often as the version: both
+        change only when the engine restarts. () when it has no such endpoint or does not answer one."""
+        if engine.models_path is None:
+            with self._lock:  # read with the version (llama.cpp's /props), if at all
+                return self._models.get(target.metrics_url, ((), 0.0))[0]
+        now = time.monotonic()
+        with self._lock:
+            cached = self._models.get(target.metrics_url)
+        if cached and now - cached[1] < VERSION_TTL_SECONDS:
+            return cached[0]
+        try:
+            # at most half the time left, like the version: the metrics matter more
+            url = target.base_url + engine.models_path
+            raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 20, accept="*/*")
+            models = served.parse_models(raw)
+        except http.FetchError:
+            models = ()
+        with self._lock:
+            self._models[target.metrics_url] = (models, now)
+        return models
+
     def _forget_version(self, target: EngineTarget) -> None:
         with self._lock:
             self._versions.pop(target.metrics_url, None)
+            self._models.pop(target.metrics_url, None)
 
 
 def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
     """The engine families of one scrape (pure: tested with exact exposition text)."""
-    canonical = {spec: Family(spec) for spec in m.CANONICAL}
+    canonical = {spec: Family(spec) for spec in m.MAPPED}
     up, info, present = Family(m.ENGINE_UP), Family(m.ENGINE_INFO), Family(m.METRIC_PRESENT)
     unmapped, duration, error = Family(m.UNMAPPED_METRICS), Family(m.SCRAPE_DURATION), Family(m.SCRAPE_ERROR)
     dropped = Family(m.SERIES_DROPPED)
+    context, model_info = Family(m.MAX_CONTEXT_TOKENS), Family(m.MODEL_INFO)
     for outcome in sorted(outcomes, key=lambda o: (o.target.namespace, o.target.pod, o.target.metrics_url)):
         t = outcome.target
         source = (t.namespace, t.pod, outcome.engine or registry.label_of(t.engine))
@@ -198,7 +229,12 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
             present.add((*source, spec.name, source_name, result.version), 1.0 if found else 0.0)
         for spec, samples in result.samples.items():
             canonical[spec].samples.extend(samples)
-    return [*canonical.values(), up, info, present, unmapped, duration, error, dropped]
+        for model in outcome.models:
+            if model.root:  # llama.cpp says no checkpoint by name
+                model_info.add((*source, model.model, model.root), 1.0)
+            if model.max_context_tokens is not None:
+                context.add((*source, model.model), float(model.max_context_tokens))
+    return [*canonical.values(), up, info, present, unmapped, duration, error, dropped, context, model_info]
 
 
 def build_engine_collectors(config: Engines, kubeconfig: str | None) -> list[Collector]:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from exporter.engines import registry
-from exporter.engines.table import never_mapped, render_table
+from exporter.engines.table import behind_flags, never_mapped, render_table
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "engines"
 
@@ -52,6 +52,11 @@ def render(name: str) -> str:
         "|---|---|",
         *(f"| `{c}` | {why} |" for c, why in never_mapped(name)),
         "",
+        *(
+            ["## Behind a flag (mapped when present, never reported missing)", "", *behind_flags(name), ""]
+            if behind_flags(name)
+            else []
+        ),
         "## Sources per release",
         "",
         "`—`: that release has no source; the canonical metric is absent.",

@@ -6,11 +6,18 @@ it asks the `Engine` for its sources, labels, version endpoint and release table
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
+from exporter.catalogue.engine import CAPACITY
 from exporter.catalogue.spec import MetricSpec
 from exporter.engines.releases import Releases
+from exporter.engines.served import ServedModel
+
+Labels = tuple[tuple[str, str], ...]
+# a source family's samples (labels, value) → the canonical metric's samples, for a quantity the engine states
+# in another form (vLLM's KV capacity in cache_config_info's labels); [] when the body does not state it
+Derive = Callable[[Sequence[tuple[Labels, float]]], list[tuple[Labels, float]]]
 
 
 @dataclass(frozen=True, eq=False)  # identity: one object per engine
@@ -35,10 +42,25 @@ class Engine:
     # (Releases.flavoured); None for the default flavour
     flavour: Callable[[str], str | None] | None = None
     notes: Mapping[MetricSpec, str] | None = None  # why a canonical metric is absent (documented per engine)
+    # canonical metric → the engine flag without which its source does not exist (or counts nothing): mapped
+    # when the body has it, never reported missing (`llm_metric_present` only says 1 once it is there)
+    flags: Mapping[MetricSpec, str] = field(default_factory=dict)
+    # counters registered at start-up but counted only with their flag (vLLM's estimated FLOPs): while every
+    # sample is 0 they are absent, since an unused flag would otherwise read as zero work done
+    counted_with_flag: frozenset[MetricSpec] = frozenset()
+    derived: Mapping[MetricSpec, Derive] = field(default_factory=dict)
+    # probe for the context limit and the checkpoint served, re-read with the version: an OpenAI `/v1/models`
+    # (`max_model_len`, `root` per model id), or None
+    models_path: str | None = None
+    # the same from the version answer itself (llama.cpp's /props: the context per slot), or None
+    served_in_version: Callable[[object], tuple[ServedModel, ...]] | None = None
 
     @property
     def family_prefix(self) -> str:
         return self.prefixes[0]
 
     def source_families(self) -> frozenset[str]:
-        return frozenset(s for sources in self.sources.values() for s in sources)
+        """The families whose presence places a release when its version is unknown. Not the capacity
+        metrics' sources: late and partly behind flags, they would tip a sparse body (one family found)
+        toward the releases that lack them."""
+        return frozenset(s for spec, sources in self.sources.items() if spec not in CAPACITY for s in sources)

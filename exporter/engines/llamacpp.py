@@ -9,7 +9,8 @@ nothing, so the release is then inferred from the names. Release names are llama
 - prompt tokens: `prompt_tokens_total` excludes prompt-cache hits, unlike every other engine's count;
 - prefix-cache queries: none (hits: `prompt_tokens_cached_total`, 2026+);
 - the throughput gauges reset on every scrape: never mapped.
-llama.cpp prints every family as soon as `--metrics` is on, so a missing source is alarming at once.
+The context limit per request (`llm_engine_max_context_tokens`) is `/props`' per-slot `n_ctx`, read with the
+version. llama.cpp prints every family as soon as `--metrics` is on, so a missing source is alarming at once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 from exporter.catalogue import engine as m
 from exporter.engines import engine_releases
 from exporter.engines.engine import Engine
+from exporter.engines.served import ServedModel
 
 SOURCES = {
     m.REQUESTS_RUNNING: ("llamacpp:requests_processing",),
@@ -38,6 +40,16 @@ def build_info(text: str) -> tuple[str, int] | None:
     return (f"b{match.group(1)}", int(match.group(1))) if match else None
 
 
+def props_context(answer: object) -> tuple[ServedModel, ...]:
+    """The context one request may use, from `/props`: `default_generation_settings.n_ctx`, the context of one
+    slot (`-c` divided by `-np`); () when the answer does not say. llama.cpp labels no model."""
+    settings = answer.get("default_generation_settings") if isinstance(answer, dict) else None
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+        return (ServedModel("", "", n_ctx),)
+    return ()
+
+
 SPEC = Engine(
     name="llamacpp",
     prefixes=("llamacpp:",),
@@ -49,6 +61,7 @@ SPEC = Engine(
     lazy_series=False,
     unknown_versions=("b0-unknown",),
     version_build=build_info,
+    served_in_version=props_context,
     notes={
         m.PROMPT_TOKENS: "prompt_tokens_total excludes prompt-cache hits",
         m.KV_CACHE_USAGE: "removed from llama.cpp in May 2025 (PR #13660)",

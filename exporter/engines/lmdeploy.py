@@ -26,6 +26,8 @@ SOURCES = {
     m.GENERATION_TOKENS: ("lmdeploy:generation_tokens_total",),
     m.PREFIX_CACHE_HITS: ("lmdeploy:cached_tokens_total",),
     m.REQUESTS_FINISHED: ("lmdeploy:request_success_total",),
+    m.REQUEST_PROMPT_TOKENS: ("lmdeploy:request_prompt_tokens",),
+    m.REQUEST_GENERATION_TOKENS: ("lmdeploy:request_generation_tokens",),
 }
 
 SPEC = Engine(

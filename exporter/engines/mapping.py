@@ -18,7 +18,7 @@ from functools import cache, lru_cache
 
 from exporter.catalogue.spec import MetricSpec, MetricType
 from exporter.engines import parser, vllm
-from exporter.engines.engine import Engine
+from exporter.engines.engine import Derive, Engine
 from exporter.engines.releases import Release, Releases, parse_version
 from exporter.exposition import escape_label_value
 
@@ -134,20 +134,67 @@ def map_body(
     head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
     renames = tuple(engine.label_renames.items())
     budget = limits.max_series
-    for spec, source in expected_sources(release, engine).items():
+    for spec, source, counted, derived, quiet in _plan(release, engine, families):
         found = source in families
-        if found or judge_missing:
+        if found and counted:
+            found = _counted(parsed, source)
+        stated = derived(parsed.samples.get(source, [])) if found and derived is not None else []
+        if derived is not None and found and not stated:
+            continue  # the family is there but does not state the quantity (blocks not sized yet): absent
+        if found or (judge_missing and not quiet):
             result.present[spec] = (source, found)
         if not found:
             continue
         out = result.samples.setdefault(spec, [])
-        for group in _series_groups(spec, source, parsed, limits, result.dropped):
+        if derived is not None:
+            if len(stated) > budget:
+                result.dropped["series_limit"] += len(stated)
+                continue
+            budget -= len(stated)
+            out.extend(("", _label_block(head, labels, renames), value) for labels, value in stated)
+            continue
+        for group in _series_groups(spec, source, parsed, limits, result.dropped, head, renames):
             if len(group) > budget:
                 result.dropped["series_limit"] += len(group)
                 continue
             budget -= len(group)
-            out.extend((suffix, _label_block(head, labels, renames), value) for suffix, labels, value in group)
+            out.extend(group)
     return result
+
+
+Step = tuple[MetricSpec, str, bool, Derive | None, bool]  # (spec, source, counted with a flag, derive, quiet)
+
+
+def _plan(release: Release, engine: Engine, families: set[str]) -> tuple[Step, ...]:
+    """What to map from a body of `release`: its expected sources, then, for each metric behind a flag the
+    release does not expose by default (LoRA, speculative decoding, …), the first of its sources the body has."""
+    plan, flagged = _expected_plan(release, engine)
+    extra = []
+    for spec, sources in flagged:
+        found = next((s for s in sources if s in families), None)
+        if found is not None:
+            extra.append(_step(engine, spec, found))
+    return (*plan, *extra) if extra else plan
+
+
+@cache
+def _expected_plan(
+    release: Release, engine: Engine
+) -> tuple[tuple[Step, ...], tuple[tuple[MetricSpec, tuple[str, ...]], ...]]:
+    """The steps of the release's expected sources, and (metric, sources) of each flag-gated metric it lacks."""
+    expected = expected_sources(release, engine)
+    plan = tuple(_step(engine, spec, source) for spec, source in expected.items())
+    return plan, tuple((spec, engine.sources[spec]) for spec in engine.flags if spec not in expected)
+
+
+def _step(engine: Engine, spec: MetricSpec, source: str) -> Step:
+    counted = spec in engine.counted_with_flag
+    return (spec, source, counted, engine.derived.get(spec), counted or spec in engine.flags)
+
+
+def _counted(parsed: parser.ParsedBody, source: str) -> bool:
+    """Whether a counter has counted anything (one sample above 0)."""
+    return any(value > 0 for _, value in parsed.samples.get(source, ()))
 
 
 def _active(parsed: parser.ParsedBody, engine: Engine) -> bool:
@@ -155,13 +202,19 @@ def _active(parsed: parser.ParsedBody, engine: Engine) -> bool:
     return any(value > 0 for name in engine.activity for _, value in parsed.samples.get(name, ()))
 
 
-Sample = tuple[str, tuple[tuple[str, str], ...], float]  # (suffix, source labels, value)
+Sample = tuple[str, str, float]  # (suffix, our rendered label block, value)
 
 
 def _series_groups(
-    spec: MetricSpec, source: str, parsed: parser.ParsedBody, limits: Limits, dropped: dict[str, int]
+    spec: MetricSpec,
+    source: str,
+    parsed: parser.ParsedBody,
+    limits: Limits,
+    dropped: dict[str, int],
+    head: str,
+    renames: tuple[tuple[str, str], ...],
 ) -> list[list[Sample]]:
-    """The samples of one source family, grouped by their labels without `le`, in body order.
+    """The samples of one source family, rendered, grouped by their labels without `le`, in body order.
 
     Drops (and counts) repeated series, keeping the first, and series with an over-long label value.
     """
@@ -172,11 +225,11 @@ def _series_groups(
         if len({labels for labels, _ in samples}) != len(samples):  # rare: checked in C, handled in Python
             samples = _first_of_each(samples, dropped)
         for labels, value in samples:
-            key = _series_key(labels, longest)
+            key, block = _series_key(labels, longest, head, renames)
             if key is None:
                 dropped["label_too_long"] += 1
                 continue
-            groups.setdefault(key, []).append((suffix, labels, value))
+            groups.setdefault(key, []).append((suffix, block, value))
     return list(groups.values())
 
 
@@ -194,11 +247,14 @@ def _first_of_each(
 
 
 @lru_cache(maxsize=1 << 16)  # the same label sets recur at every scrape (parse_labels hands out the same tuples)
-def _series_key(labels: tuple[tuple[str, str], ...], longest: int) -> tuple[tuple[str, str], ...] | None:
-    """The labels that identify a series group (all but `le`), or None when a value is longer than `longest`."""
+def _series_key(
+    labels: tuple[tuple[str, str], ...], longest: int, head: str, renames: tuple[tuple[str, str], ...]
+) -> tuple[tuple[tuple[str, str], ...] | None, str]:
+    """(the labels that identify a series group: all but `le`, our label block), one cached look-up per
+    sample; the key is None when a value is longer than `longest`."""
     if any(len(value) > longest for _, value in labels):
-        return None
-    return tuple(pair for pair in labels if pair[0] != "le")
+        return None, ""
+    return tuple(pair for pair in labels if pair[0] != "le"), _label_block(head, labels, renames)
 
 
 def _known(family: str, known: frozenset[str]) -> bool:

@@ -8,6 +8,9 @@ Renames followed: `queue_time_s` (0.5.2 only) → `queue_time_seconds` (0.5.3+).
 - finished requests: `num_requests_total` counts every request, finished or not, with no reason.
 `request_time_per_output_token_seconds` (0.5.22+, per-request mean TPOT) feeds the experimental
 `llm_request_time_per_output_token_seconds`.
+KV capacity and use in tokens: `max_total_num_tokens` (0.5.6+; the full-attention pool: SWA models size a
+second pool, `max_total_num_tokens_swa`) and `kv_used_tokens` (0.5.11+). `estimated_flops_per_gpu_total`
+(0.5.10+) is absent while it has counted nothing.
 Series appear after the first batch/request (prometheus_client children are created on first `.labels()`).
 """
 
@@ -29,7 +32,14 @@ SOURCES = {
     m.PREFIX_CACHE_HITS: ("sglang:cached_tokens_total",),
     m.PREEMPTIONS: ("sglang:num_retracted_requests_total",),
     m.REQUEST_TIME_PER_OUTPUT_TOKEN: ("sglang:request_time_per_output_token_seconds",),
+    m.KV_CACHE_CAPACITY_TOKENS: ("sglang:max_total_num_tokens",),
+    m.KV_CACHE_USED_TOKENS: ("sglang:kv_used_tokens",),
+    m.REQUEST_PROMPT_TOKENS: ("sglang:prompt_tokens_histogram",),
+    m.REQUEST_GENERATION_TOKENS: ("sglang:generation_tokens_histogram",),
+    m.ESTIMATED_FLOPS: ("sglang:estimated_flops_per_gpu_total",),
 }
+
+TOKENS_HISTOGRAM = "--collect-tokens-histogram"
 
 SPEC = Engine(
     name="sglang",
@@ -44,5 +54,11 @@ SPEC = Engine(
         m.INTER_TOKEN_LATENCY: "before 0.4.3.post3 only time_per_output_token_seconds, a per-request mean",
         m.PREFIX_CACHE_QUERIES: "no queries counter (hits only)",
         m.REQUESTS_FINISHED: "num_requests_total counts all requests, without a finished reason",
+        m.ESTIMATED_READ_BYTES: "no bytes-read counter",
+        m.SPEC_DECODE_DRAFT_TOKENS: "spec_num_draft_tokens is a gauge of the configured draft length",
+        m.SPEC_DECODE_ACCEPTED_TOKENS: "spec_accept_length/rate are gauges of means, not a token counter",
     },
+    # the token histograms need --collect-tokens-histogram in the releases that gate them
+    flags={m.REQUEST_PROMPT_TOKENS: TOKENS_HISTOGRAM, m.REQUEST_GENERATION_TOKENS: TOKENS_HISTOGRAM},
+    counted_with_flag=frozenset({m.ESTIMATED_FLOPS}),  # a zero count is no estimate: absent
 )

@@ -43,6 +43,22 @@ def never_mapped(engine: str) -> list[tuple[str, str]]:
     notes = spec.notes or {}
     return [
         (canonical.name, notes.get(canonical, "no source with the same meaning"))
-        for canonical in m.CANONICAL
+        for canonical in m.MAPPED
         if canonical not in spec.sources
     ]
+
+
+def behind_flags(engine: str) -> list[str]:
+    """Markdown lines: each canonical metric whose source exists only behind an engine flag, or counts only
+    with one. It is mapped when the body has it and never reported missing, so the alarm stays quiet on an
+    engine started without the flag; a counter that has counted nothing (every sample 0) is absent."""
+    spec = registry.get(engine)
+    out = []
+    for canonical in (*spec.flags, *(c for c in spec.counted_with_flag if c not in spec.flags)):
+        sources = ", ".join(f"`{s}`" for s in spec.sources[canonical])
+        flag = spec.flags.get(canonical)
+        line = f"* `{canonical.name}` from {sources}" + (f": needs `{flag}`" if flag else "")
+        if canonical in spec.counted_with_flag:
+            line += "; absent while every sample is 0 (a counter that has counted nothing)"
+        out.append(line)
+    return out

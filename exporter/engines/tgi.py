@@ -4,7 +4,8 @@ TGI's Rust exporter writes counters **without** `_total` (`tgi_request_success`)
 durations as summaries, which are not histograms and so do not map. Left absent on purpose:
 - time to first token: TGI has none;
 - inter-token latency: `tgi_request_mean_time_per_token_duration` is a per-request mean that includes prefill;
-- token counters: TGI has only per-request length histograms (`tgi_request_input_length`), not the same quantity;
+- token counters: TGI has only per-request length histograms (`tgi_request_input_length`), not the same quantity
+  (they feed `llm_request_prompt_tokens` and `llm_request_generation_tokens` instead, from 0.5.0 on);
 - KV-cache usage: only derivable as a ratio of two batch gauges, not exported by TGI.
 Every series is registered on first use: a fresh TGI has almost none.
 """
@@ -21,6 +22,8 @@ SOURCES = {
     m.REQUEST_DURATION: ("tgi_request_duration",),
     m.REQUEST_QUEUE_TIME: ("tgi_request_queue_duration",),
     m.REQUESTS_FINISHED: ("tgi_request_success",),
+    m.REQUEST_PROMPT_TOKENS: ("tgi_request_input_length",),
+    m.REQUEST_GENERATION_TOKENS: ("tgi_request_generated_tokens",),
 }
 
 SPEC = Engine(

@@ -18,9 +18,11 @@ table applies.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from exporter.catalogue import engine as m
 from exporter.catalogue.spec import MetricSpec
-from exporter.engines.engine import Engine
+from exporter.engines.engine import Engine, Labels
 from exporter.engines.releases import load
 
 ENGINE = "vllm"
@@ -43,6 +45,62 @@ SOURCES: dict[MetricSpec, tuple[str, ...]] = {
     m.PREEMPTIONS: ("vllm:num_preemptions_total",),
     m.REQUESTS_FINISHED: ("vllm:request_success_total",),
 }
+# the capacity metrics (m.CAPACITY): mapped like the others, but they do not place a release by its names
+CAPACITY_SOURCES: dict[MetricSpec, tuple[str, ...]] = {
+    m.KV_CACHE_CAPACITY_TOKENS: ("vllm:cache_config_info",),
+    m.REQUEST_PROMPT_TOKENS: ("vllm:request_prompt_tokens",),
+    m.REQUEST_GENERATION_TOKENS: ("vllm:request_generation_tokens",),
+    m.REQUESTS_WAITING_BY_REASON: ("vllm:num_requests_waiting_by_reason",),
+    m.REQUESTS_REJECTED: ("vllm:admission_rejections_total",),
+    m.PROMPT_TOKENS_CACHED: ("vllm:prompt_tokens_cached_total",),
+    m.ESTIMATED_FLOPS: ("vllm:estimated_flops_per_gpu_total",),
+    m.ESTIMATED_READ_BYTES: ("vllm:estimated_read_bytes_per_gpu_total",),
+    m.SPEC_DECODE_DRAFT_TOKENS: ("vllm:spec_decode_num_draft_tokens_total",),
+    m.SPEC_DECODE_ACCEPTED_TOKENS: ("vllm:spec_decode_num_accepted_tokens_total",),
+    m.ENGINE_ASLEEP: ("vllm:engine_sleep_state",),
+}
+
+MFU_FLAG = "--enable-mfu-metrics"
+FLAGS = {
+    m.ESTIMATED_FLOPS: MFU_FLAG,
+    m.ESTIMATED_READ_BYTES: MFU_FLAG,
+    m.SPEC_DECODE_DRAFT_TOKENS: "--speculative-config",
+    m.SPEC_DECODE_ACCEPTED_TOKENS: "--speculative-config",
+}
+# a hybrid model's blocks hold different numbers of tokens per KV-cache group: only the group-aware count
+# (kv_cache_size_tokens) is its capacity
+_HYBRID = ("mamba_block_size",)
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isascii() and text.isdigit() else None
+
+
+def kv_capacity_tokens(samples: Sequence[tuple[Labels, float]]) -> list[tuple[Labels, float]]:
+    """The KV cache's capacity in tokens, from `cache_config_info`'s labels: `kv_cache_size_tokens`, the
+    group-aware count vLLM logs at start-up ("KV cache size: N tokens"), else `num_gpu_blocks` x `block_size`
+    (older releases; not for a hybrid model, whose groups hold blocks of different sizes)."""
+    out = []
+    for labels, _ in samples:
+        info = dict(labels)
+        tokens = _number(info.get("kv_cache_size_tokens"))
+        blocks, size = _number(info.get("num_gpu_blocks")), _number(info.get("block_size"))
+        hybrid = any(info.get(key) not in (None, "None") for key in _HYBRID)
+        if tokens is None and blocks is not None and size is not None and not hybrid:
+            tokens = blocks * size
+        if tokens is not None:
+            out.append((tuple((k, v) for k, v in labels if k in LABEL_RENAMES), float(tokens)))
+    return out
+
+
+def asleep(samples: Sequence[tuple[Labels, float]]) -> list[tuple[Labels, float]]:
+    """1 where `engine_sleep_state{sleep_state="awake"}` is 0 (either sleep level), 0 where it is 1."""
+    return [
+        (tuple((k, v) for k, v in labels if k != "sleep_state"), 0.0 if value else 1.0)
+        for labels, value in samples
+        if ("sleep_state", "awake") in labels
+    ]
+
 
 LABEL_RENAMES = {"model_name": "model", "engine": "dp_rank"}
 RUST_FRONTEND = "rust_frontend"
@@ -56,10 +114,14 @@ def frontend(body: str) -> str | None:
 SPEC = Engine(
     name=ENGINE,
     prefixes=(FAMILY_PREFIX,),
-    sources=SOURCES,
+    sources={**SOURCES, **CAPACITY_SOURCES},
     label_renames=LABEL_RENAMES,
     releases=load,
     version_path="/version",
     lazy_series=False,  # vLLM registers its families at start-up
     flavour=frontend,
+    flags=FLAGS,
+    counted_with_flag=frozenset(FLAGS),  # the Rust frontend registers them all at start-up
+    derived={m.KV_CACHE_CAPACITY_TOKENS: kv_capacity_tokens, m.ENGINE_ASLEEP: asleep},
+    models_path="/v1/models",
 )

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -134,4 +135,5 @@ def test_serve_end_to_end_against_a_recorded_engine(tmp_path: Path) -> None:
 def test_mappings_command() -> None:
     result = cli("mappings", "--version", "0.9.1")
     assert result.returncode == 0
-    assert "0.9.1      llm_kv_cache_usage_ratio         vllm:gpu_cache_usage_perc" in result.stdout
+    # columns as wide as the longest canonical name
+    assert re.search(r"^0\.9\.1 +llm_kv_cache_usage_ratio +vllm:gpu_cache_usage_perc$", result.stdout, re.M)

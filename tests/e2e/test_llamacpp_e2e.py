@@ -110,6 +110,12 @@ def test_exporter_matches_what_llama_cpp_reports(server: llama.LlamaServer, expo
     present = parser.parse(ours, {"llm_metric_present"}, "").samples["llm_metric_present"]
     assert len(present) == 4 and all(value == 1 for _, value in present)
     assert total(ours, "llm_engine_unmapped_metrics", namespace="e2e") == 0
+    # the context one request may use, read with the version from /props: -c 1024 over -np 2 slots
+    per_slot = json.loads(fetch(server.url + "/props"))["default_generation_settings"]["n_ctx"]
+    assert per_slot == 512
+    context = 'llm_engine_max_context_tokens{namespace="e2e",pod="llama-0",engine="llamacpp",model=""} '
+    assert [row[len(context) :] for row in ours.splitlines() if row.startswith(context)] == [str(per_slot)]
+    assert "llm_engine_model_info" not in ours  # llama.cpp names no checkpoint
 
 
 def test_queue_gauges_follow_a_burst(server: llama.LlamaServer, exporter: str) -> None:

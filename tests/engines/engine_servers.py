@@ -20,10 +20,12 @@ def recorded(version: str) -> str:
 class EngineServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, mode: str, body: str = "", version: str | None = "0.32.0") -> None:
+    def __init__(self, mode: str, body: str = "", version: str | None = "0.32.0", models: bytes | None = None) -> None:
         self.mode = mode
         self.body = body
         self.version = version
+        self.models = models  # the /v1/models answer (a recorded one); None: that path serves the body
+        self.models_requests = 0
         self.stop_event = threading.Event()
         self.metrics_requests = 0  # GETs of anything but /version
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -46,6 +48,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(404, b"not found")
             else:
                 self._reply(200, json.dumps({"version": srv.version}).encode())
+            return
+        if self.path == "/v1/models" and srv.models is not None:
+            srv.models_requests += 1
+            self._reply(200, srv.models)
             return
         srv.metrics_requests += 1
         mode = srv.mode
@@ -86,8 +92,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def engine_server(mode: str = "ok", body: str = "", version: str | None = "0.32.0") -> Iterator[EngineServer]:
-    server = EngineServer(mode, body, version)
+def engine_server(
+    mode: str = "ok", body: str = "", version: str | None = "0.32.0", models: bytes | None = None
+) -> Iterator[EngineServer]:
+    server = EngineServer(mode, body, version, models)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -124,7 +124,7 @@ def test_mapping_is_right_for_every_release_in_the_source_table() -> None:
         default = {x["name"] for x in metrics if x["enabled_when"] == "always" and not x.get("hidden_since")}
         hidden = {x["name"] for x in metrics if x.get("hidden_since")}
         expected = mapping.expected_sources(load().at(parse_version(version) or ()))
-        for spec, candidates in vllm.SOURCES.items():
+        for spec, candidates in vllm.SPEC.sources.items():
             chosen = expected.get(spec)
             available = [c for c in candidates if c in default and c not in hidden]
             assert chosen == (available[0] if available else None), (version, spec.name)
