@@ -1,4 +1,4 @@
-"""`llm-exporter`: serve | render | check | mappings | demo | diagnose."""
+"""`llm-exporter`: serve | render | check | mappings | demo | diagnose | audit."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def _add_log_flags(p: argparse.ArgumentParser, default: object | None = None) ->
 HELP = {
     "serve": "run the exporter",
     "render": "regenerate the dashboard, alert and rule files",
-    "check": "report dashboard, rule and KEDA queries that return nothing",
+    "check": "report dashboard, rule and KEDA queries that return nothing, live or on a release to come",
     "mappings": "print an engine's → llm_* mapping per release (vLLM, SGLang, TGI, …)",
     "demo": "a local vLLM (CPU, tiny model) + the exporter, live",
     "diagnose": "walk a slow request's stages on Prometheus: verdicts, evidence, owner",
