@@ -34,13 +34,20 @@ def request_p99(window: str) -> str:
 
 
 def tokens_per_request(window: str) -> str:
-    """Mean prompt + generated tokens per finished request: the context the product really uses."""
+    """The context the product really uses per request: the p99 prompt length plus the p99 generation length
+    where the engines export the length histograms (`llm_request_prompt_tokens`, `..._generation_tokens`; at
+    least the p99 of their sum), else the mean prompt + generated tokens per finished request."""
+    p99 = " + ".join(
+        "histogram_quantile(0.99, sum by (namespace, workload, le) "
+        f"(rate(llm_request_{kind}_tokens_bucket[{window}]) {_BY_WORKLOAD}))"
+        for kind in ("prompt", "generation")
+    )
     tokens = (
         f"sum by (namespace, workload) ((rate(llm_prompt_tokens_total[{window}]) + "
         f"rate(llm_generation_tokens_total[{window}])) {_BY_WORKLOAD})"
     )
     finished = f"sum by (namespace, workload) (rate(llm_requests_finished_total[{window}]) {_BY_WORKLOAD})"
-    return f"{tokens} / {finished}"
+    return f"({p99}) or ({tokens} / {finished})"
 
 
 def bucket_quantile(q: float, bounds: tuple[float, ...], cumulative: list[int], count: int) -> float | None:
