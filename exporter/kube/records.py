@@ -10,10 +10,11 @@ from __future__ import annotations
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from exporter.kube.cel import Device
 
+T = TypeVar("T")
 Pair = tuple[str, int]  # (resource name, count)
 
 # A toleration: (key, operator, value, effect); an empty key with Exists tolerates every taint.
@@ -40,17 +41,25 @@ class Constraints:
     tolerations: tuple[Toleration, ...] = ()
 
 
+class Interner(Generic[T]):
+    """Equal frozen values shared as one object (the replicas of a workload hold one), the empty value as
+    itself; weakly held, so a shape no pod has any more is freed."""
+
+    def __init__(self, empty: T) -> None:
+        self.empty = empty
+        self._shared: weakref.WeakValueDictionary[T, T] = weakref.WeakValueDictionary()
+
+    def __call__(self, value: T) -> T:
+        if value == self.empty:
+            return self.empty
+        shared = self._shared.get(value)
+        if shared is None:
+            self._shared[value] = shared = value
+        return shared
+
+
 NO_CONSTRAINTS = Constraints()
-_interned: weakref.WeakValueDictionary[Constraints, Constraints] = weakref.WeakValueDictionary()
-
-
-def intern_constraints(constraints: Constraints) -> Constraints:
-    if constraints == NO_CONSTRAINTS:
-        return NO_CONSTRAINTS
-    shared = _interned.get(constraints)
-    if shared is None:
-        _interned[constraints] = shared = constraints
-    return shared
+intern_constraints = Interner(NO_CONSTRAINTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,16 +116,7 @@ class PodTraits:
 
 
 NO_TRAITS = PodTraits()
-_interned_traits: weakref.WeakValueDictionary[PodTraits, PodTraits] = weakref.WeakValueDictionary()
-
-
-def intern_traits(traits: PodTraits) -> PodTraits:
-    if traits == NO_TRAITS:
-        return NO_TRAITS
-    shared = _interned_traits.get(traits)
-    if shared is None:
-        _interned_traits[traits] = shared = traits
-    return shared
+intern_traits = Interner(NO_TRAITS)
 
 
 def intern(text: str) -> str:
