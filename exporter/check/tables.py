@@ -14,10 +14,8 @@ Regenerate with `python -m exporter.check.tables --write`; a test fails on drift
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -26,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from exporter.engines import engine_releases, registry, trtllm
-from exporter.engines.releases import parse_version
+from exporter.engines.releases import derived_file_main, parse_version
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = (ROOT / "data" / "vllm_metrics_by_version.json", ROOT / "data" / "engine_metrics_by_version.json")
@@ -289,18 +287,14 @@ def iter_families() -> Iterator[tuple[EngineTable, Family]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
-    args = parser.parse_args(argv)
-    sources = [json.loads(p.read_text()) for p in SOURCES]
-    text = json.dumps(derive(*sources), indent=1, sort_keys=True) + "\n"
-    if args.write:
-        DERIVED.write_text(text)
-        return 0
-    if DERIVED.read_text() != text:
-        print(f"{DERIVED} is out of date: run python -m exporter.check.tables --write", file=sys.stderr)
-        return 1
-    return 0
+    return derived_file_main(
+        argv,
+        description=(__doc__ or "").splitlines()[0],
+        source=SOURCES,
+        derived=DERIVED,
+        derive=derive,
+        module="exporter.check.tables",  # as the user types it: __name__ is "__main__" under python -m
+    )
 
 
 if __name__ == "__main__":

@@ -164,17 +164,19 @@ def derived_file_main(
     argv: list[str] | None,
     *,
     description: str,
-    source: Path,
+    source: Path | tuple[Path, ...],
     derived: Path,
-    derive: Callable[[Any], Any],
+    derive: Callable[..., Any],
     module: str,
 ) -> int:
-    """A derived data file's command: `--write` rewrites `derived` from `source`; without it, exit 1 when the
-    committed file is out of date (the drift check `make generate-check` and the tests run)."""
+    """A derived data file's command: `--write` rewrites `derived` from `source` (one file, or several passed to
+    `derive` in order); without it, exit 1 when the committed file is out of date (the drift check
+    `make generate-check` and the tests run)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--write", action="store_true", help="rewrite the derived file")
     args = parser.parse_args(argv)
-    text = json.dumps(derive(json.loads(source.read_text())), indent=1, sort_keys=True) + "\n"
+    sources = source if isinstance(source, tuple) else (source,)
+    text = json.dumps(derive(*(json.loads(p.read_text()) for p in sources)), indent=1, sort_keys=True) + "\n"
     if args.write:
         derived.write_text(text)
         return 0
