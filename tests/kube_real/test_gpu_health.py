@@ -8,21 +8,18 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.config import Cluster as ClusterConfig
 from exporter.exposition import render
 from exporter.gpu.collector import GpuCollector
 from exporter.gpu.gpm import GpmSampler
 from exporter.gpu.nodepods import NodePods
 from exporter.gpu.pods import GpuPodsCollector
 from exporter.gpu.processes import ProcessAttribution
-from exporter.kube.collector import ClusterCollector, build_cluster_collectors
+from exporter.kube.collector import ClusterCollector
 from exporter.sources.nvml import Process
 from exporter.sources.podresources import PodResourcesClient
 from exporter.sources.proc import read_cgroup
@@ -33,16 +30,6 @@ from tests.gpu.test_gpu_processes import v2_systemd_burstable, write_proc
 from tests.kubecluster import Cluster, wait_for
 
 GPU = "nvidia.com/gpu"
-
-
-@pytest.fixture(scope="module")
-def collector(kube_cluster: Cluster) -> Iterator[ClusterCollector]:
-    (built,) = build_cluster_collectors(ClusterConfig(), str(kube_cluster.admin_kubeconfig))
-    assert isinstance(built, ClusterCollector), built
-    built.start()
-    wait_for(built.ready, 60, "cluster collector synced")
-    yield built
-    built.close()
 
 
 def unhealthy(collector: ClusterCollector, nodes: set[str]) -> dict[str, float]:
