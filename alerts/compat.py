@@ -10,43 +10,30 @@ through `or`: the newer name first, so during the releases that expose both (0.9
 from __future__ import annotations
 
 from alerts.formats import HEADER, dump_yaml
-from exporter.catalogue import BY_NAME, MetricType
+from exporter.catalogue import BY_NAME
+from exporter.engines import vllm
 
 GROUP = "llm-inference.vllm-compat"
 
-# canonical name → vLLM names, newest first (exposed sample names; histograms without the suffix)
-SOURCES: dict[str, tuple[str, ...]] = {
-    "llm_requests_running": ("vllm:num_requests_running",),
-    "llm_requests_waiting": ("vllm:num_requests_waiting",),
-    "llm_kv_cache_usage_ratio": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-    "llm_time_to_first_token_seconds": ("vllm:time_to_first_token_seconds",),
-    "llm_inter_token_latency_seconds": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
-    "llm_request_duration_seconds": ("vllm:e2e_request_latency_seconds",),
-    "llm_request_queue_time_seconds": ("vllm:request_queue_time_seconds",),
-    "llm_request_prefill_time_seconds": ("vllm:request_prefill_time_seconds",),
-    "llm_request_decode_time_seconds": ("vllm:request_decode_time_seconds",),
-    "llm_prompt_tokens_total": ("vllm:prompt_tokens_total",),
-    "llm_generation_tokens_total": ("vllm:generation_tokens_total",),
-    "llm_prefix_cache_queries_total": ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
-    "llm_prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
-    "llm_preemptions_total": ("vllm:num_preemptions_total",),
-    "llm_requests_finished_total": ("vllm:request_success_total",),
-}
+# canonical name → vLLM names, newest first (exposed sample names; histograms without the suffix): the
+# engine's own sources (`exporter/engines/vllm.py`), less the capacity metrics that need the exporter
+# (derived from labels, flag-gated, or judged by release)
+SOURCES: dict[str, tuple[str, ...]] = {spec.name: sources for spec, sources in vllm.SOURCES.items()}
+# vLLM's label → the exporter's, and the values each takes (a model is never empty; a dp_rank may be)
+_VALUES = {"model": "(.+)", "dp_rank": "(.*)"}
 
 
 def relabel(expr: str) -> str:
     """vLLM's labels renamed to the exporter's (the vLLM labels stay; `engine` is overwritten last)."""
-    expr = f'label_replace({expr}, "model", "$1", "model_name", "(.+)")'
-    expr = f'label_replace({expr}, "dp_rank", "$1", "engine", "(.*)")'
-    return f'label_replace({expr}, "engine", "vllm", "", "")'
+    for source, ours in vllm.LABEL_RENAMES.items():
+        expr = f'label_replace({expr}, "{ours}", "$1", "{source}", "{_VALUES[ours]}")'
+    return f'label_replace({expr}, "engine", "{vllm.ENGINE}", "", "")'
 
 
 def rules() -> list[dict[str, str]]:
     out = []
     for canonical, sources in SOURCES.items():
-        spec = BY_NAME[canonical]
-        suffixes = ("_bucket", "_sum", "_count") if spec.type is MetricType.HISTOGRAM else ("",)
-        for suffix in suffixes:
+        for suffix in BY_NAME[canonical].suffixes:
             expr = " or ".join(name + suffix for name in sources)
             out.append({"record": canonical + suffix, "expr": relabel(f"({expr})" if len(sources) > 1 else expr)})
     return out

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.engines import mapping
+from exporter.engines import mapping, vllm
 from exporter.engines.collector import Outcome, build_families
 from exporter.engines.mapping import map_body
 from exporter.engines.parser import parse_labels
@@ -60,7 +60,7 @@ def main() -> None:
 
     def ours(body: str) -> Callable[[], object]:
         def run() -> str:
-            mapped = map_body(body, identity, "0.32.0", releases, mapping.Limits(max_series=10**6))
+            mapped = map_body(body, identity, "0.32.0", releases, mapping.Limits(max_series=10**6), engine=vllm.SPEC)
             return render(build_families([Outcome(target, mapped, "", 0.0)]))
 
         return run

@@ -23,7 +23,7 @@ from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.openmetrics import exposition as pc_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.engines import mapping
+from exporter.engines import mapping, vllm
 from exporter.engines.collector import Outcome, build_families
 from exporter.engines.releases import load
 from exporter.engines.targets import from_url
@@ -35,7 +35,9 @@ def families(targets: int, body: str) -> list[Family]:
     outcomes = []
     for i in range(targets):
         target = from_url(f"http://10.0.{i // 250}.{i % 250}:8000", "ml", f"vllm-{i}", "vllm")
-        mapped = mapping.map_body(body, target.identity, "0.32.0", releases, mapping.Limits(max_series=10**6))
+        mapped = mapping.map_body(
+            body, target.identity, "0.32.0", releases, mapping.Limits(max_series=10**6), engine=vllm.SPEC
+        )
         outcomes.append(Outcome(target, mapped, "", 0.01))
     return build_families(outcomes)
 

@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from exporter.engines.registry import EngineName
+
 DEFAULT_LISTEN = "0.0.0.0:8490"
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 
@@ -37,7 +39,7 @@ class Target:
     url: str
     labels: dict[str, str] = field(default_factory=dict)  # namespace, pod: the series identity
     # auto: the engine is found from its metrics body; a name overrides (and picks its metrics path)
-    engine: Literal["auto", "vllm", "sglang", "tgi", "trtllm", "llamacpp", "lmdeploy"] = "auto"
+    engine: EngineName = "auto"
 
     def validate(self) -> list[str]:
         errors = []

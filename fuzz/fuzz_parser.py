@@ -18,11 +18,11 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere, installed or not
 
 with atheris.instrument_imports(include=["exporter"]):
-    from exporter.engines import mapping, parser, releases
+    from exporter.engines import mapping, parser, releases, vllm
 
 RELEASES = releases.load()
 IDENTITY = {"namespace": "n", "pod": "p", "engine": "vllm"}
-WANTED = mapping.wanted_samples()
+WANTED = mapping.wanted_samples(vllm.SPEC)
 SHORT = frozenset({"x", "a", "vllm:x", "vllm:x_bucket"})  # names a fuzzer can reach without a dictionary
 
 
@@ -34,7 +34,7 @@ def TestOneInput(data: bytes) -> None:  # noqa: N802 - the name atheris and libF
     with contextlib.suppress(parser.ParseError):
         parser.parse_labels(body)
     with contextlib.suppress(parser.ParseError):
-        mapping.map_body(body, IDENTITY, None, RELEASES)
+        mapping.map_body(body, IDENTITY, None, RELEASES, engine=vllm.SPEC)
 
 
 def main() -> None:

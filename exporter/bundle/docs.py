@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from exporter import __version__
 from exporter.catalogue import ALL, MetricSpec, renames
+from exporter.derived import generated_files_main
 from exporter.engines.table import behind_flags, render_table
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -68,24 +67,15 @@ def render() -> str:
         "absent for vLLM. `llm_engine_max_context_tokens` and `llm_engine_model_info` come from `/v1/models`,",
         "read with `/version` and cached as long.",
         "",
-        render_table(markdown=True),
+        render_table(markdown=True, engine="vllm"),
     ]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--write", action="store_true")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.write:
-        OUT.parent.mkdir(exist_ok=True)
-        OUT.write_text(text)
-        return 0
-    if not OUT.exists() or OUT.read_text() != text:
-        print(f"{OUT} is out of date: run python -m exporter.bundle.docs --write", file=sys.stderr)
-        return 1
-    return 0
+    return generated_files_main(
+        argv, description=__doc__.splitlines()[0], render=lambda: {OUT: render()}, module="exporter.bundle.docs"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ names declared here.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +22,15 @@ class MetricType(enum.StrEnum):
 class Stability(enum.StrEnum):
     STABLE = "stable"  # part of the contract: renames need a deprecation entry
     EXPERIMENTAL = "experimental"
+
+
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")  # a histogram's (and a summary's _sum/_count) sample names
+_SAMPLE_SUFFIX = re.compile(r"_(bucket|sum|count|created)$")
+
+
+def family_name(sample: str) -> str:
+    """The family a sample name belongs to: without a histogram's, a summary's or a creation time's suffix."""
+    return _SAMPLE_SUFFIX.sub("", sample)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +48,14 @@ class MetricSpec:
     deprecated: str = ""  # "use X instead; removed in Y" when set
 
     @property
+    def suffixes(self) -> tuple[str, ...]:
+        """What its sample names add to its name in the text format: a histogram's three, else none ("")."""
+        return HISTOGRAM_SUFFIXES if self.type is MetricType.HISTOGRAM else ("",)
+
+    @property
     def sample_names(self) -> tuple[str, ...]:
         """The sample names a family of this type exposes in the text format."""
-        if self.type is MetricType.HISTOGRAM:
-            return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
-        return (self.name,)
+        return tuple(self.name + suffix for suffix in self.suffixes)
 
 
 def _spec(type_: MetricType, default_unit: str) -> Callable[..., MetricSpec]:

@@ -8,11 +8,12 @@
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from exporter.catalogue.spec import family_name
 from exporter.check.history import EngineHistory, NameHistory, engines
+from exporter.check.tables import display_name
 from exporter.engines.releases import parse_version
 
 
@@ -44,7 +45,7 @@ def explain(
 
 
 def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running | None) -> Diagnosis:
-    label = _label(engine.engine)
+    label = display_name(engine.engine)
     parts = []
     if h.renamed_in and h.successor:
         parts.append(renamed_text(engine, h))
@@ -81,7 +82,7 @@ def _explain(engine: EngineHistory, h: NameHistory, name: str, running: Running 
 def renamed_text(engine: EngineHistory, h: NameHistory) -> str:
     """A declared rename with its dual-write window: "X was renamed to Y in llm-d router v0.9.0 (both written
     from v0.9.0 on; X still written by v0.10.0, the newest release in the tables)"."""
-    label = _label(engine.engine)
+    label = display_name(engine.engine)
     newest = engine.releases.releases[-1].version
     if not h.first:
         text = (
@@ -126,14 +127,9 @@ def _not_yet(h: NameHistory, running: Running, label: str) -> list[str]:
     return []
 
 
-def _label(engine: str) -> str:
-    labels = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI", "trtllm": "TensorRT-LLM", "llamacpp": "llama.cpp"}
-    return {**labels, "lmdeploy": "LMDeploy", "llmd_epp": "llm-d router"}.get(engine, engine)
-
-
 def infer_running(families: Iterable[str], histories: Sequence[EngineHistory] | None = None) -> dict[str, Running]:
     """Each engine's release as inferred from the engine's own series present in Prometheus."""
-    present = {re.sub(r"_(bucket|sum|count|created)$", "", f) for f in families}
+    present = {family_name(f) for f in families}
     out = {}
     for engine in histories if histories is not None else engines():
         own = {f for f in present if f.startswith(engine.prefix)}

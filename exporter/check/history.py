@@ -22,12 +22,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from exporter.catalogue.spec import family_name
 from exporter.check.tables import EPP_PREFIXES
+from exporter.derived import derived_file_main
 from exporter.engines import registry, vllm
 from exporter.engines.engine import Engine
 from exporter.engines.engine_releases import producer
 from exporter.engines.history import engine_history
-from exporter.engines.releases import Releases, derived_file_main, load, parse_version
+from exporter.engines.releases import Releases, load, parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "vllm_history.json"
@@ -57,7 +59,7 @@ class EngineHistory:
 
     def lookup(self, name: str) -> NameHistory | None:
         """The history of a family or of one of its samples (`_bucket`, `_sum`, `_count`, `_total`)."""
-        for candidate in (name, re.sub(r"_(bucket|sum|count|created)$", "", name), name + "_total"):
+        for candidate in (name, family_name(name), name + "_total"):
             if candidate in self.names:
                 return self.names[candidate]
         return None

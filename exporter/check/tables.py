@@ -23,21 +23,23 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from exporter.catalogue.spec import HISTOGRAM_SUFFIXES
+from exporter.derived import derived_file_main
 from exporter.engines import engine_releases, registry, trtllm
-from exporter.engines.releases import derived_file_main, parse_version
+from exporter.engines.releases import parse_version
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = (ROOT / "data" / "vllm_metrics_by_version.json", ROOT / "data" / "engine_metrics_by_version.json")
 DERIVED = Path(__file__).resolve().parent / "data" / "release_series.json"
-LABELS = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "tgi": "TGI",
-    "trtllm": "TensorRT-LLM",
-    "llamacpp": "llama.cpp",
-    "lmdeploy": "LMDeploy",
-    "llmd_epp": "llm-d router",
-}
+PRODUCER_LABELS = {"llmd_epp": "llm-d router"}  # producers that are no engine, as the diagnoses name them
+
+
+def display_name(engine: str) -> str:
+    """How docs and diagnoses write an engine (its `Engine.display_name`) or a producer; else its name."""
+    known = registry.ENGINES.get(engine)
+    return known.display_name if known is not None else PRODUCER_LABELS.get(engine, engine)
+
+
 EPP_PREFIXES = (
     "inference_extension_",
     "inference_objective_",
@@ -50,7 +52,7 @@ EPP_PREFIXES = (
 ALIASES = {"llm-d-router": "llmd_epp", "llmd-epp": "llmd_epp", "llm-d-epp": "llmd_epp"}
 """`--against` spellings of an engine token besides the table's own (`llmd_epp`)."""
 PRODUCERS = {"llmd_epp": "llmd_epp"}  # producers that are no engine (run outside the engine pods) → source key
-SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created", "_info")
+SUFFIXES = (*HISTOGRAM_SUFFIXES, "_total", "_created", "_info")
 
 # The engines' conditions as their sources spell them → what a user sets. Anything not listed is shown as the
 # table words it (it already names the flag or the environment variable).
@@ -242,7 +244,7 @@ def _load_engine(engine: str, data: Mapping[str, Any]) -> EngineTable:
         types = {t: _expand(r, versions) for t, r in e["types"].items()}
         families[name] = Family(name, types, samples)
     producer = engine in PRODUCERS
-    return EngineTable(engine, LABELS.get(engine, engine), _prefixes(engine), versions, families, not producer)
+    return EngineTable(engine, display_name(engine), _prefixes(engine), versions, families, not producer)
 
 
 def _prefixes(engine: str) -> tuple[str, ...]:
@@ -258,9 +260,9 @@ def _trtllm() -> EngineTable:
     families = {}
     for name in sorted(table.known):
         default = Exposure(frozenset(r.version for r in table.releases if name in r.expected), {})
-        series = [name, *(name + s for s in ("_bucket", "_sum", "_count"))] if name.endswith("_seconds") else [name]
+        series = [name, *(name + s for s in HISTOGRAM_SUFFIXES)] if name.endswith("_seconds") else [name]
         families[name] = Family(name, {}, dict.fromkeys(series, default))
-    return EngineTable("trtllm", LABELS["trtllm"], ("trtllm_",), versions, families)
+    return EngineTable("trtllm", display_name("trtllm"), ("trtllm_",), versions, families)
 
 
 @cache

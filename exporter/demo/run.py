@@ -156,7 +156,7 @@ def _silent_rename(
 
 
 def _kv_query() -> str:
-    from exporter.bundle.queries import file_queries
+    from exporter.check.inputs import file_queries
 
     queries = file_queries(prometheus.ROOT / "dashboards" / "overview.json")
     return next(q.expr for q in queries if KV_PANEL in q.where)

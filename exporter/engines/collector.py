@@ -26,7 +26,6 @@ from exporter.collect import Collector
 from exporter.config import Engines
 from exporter.engines import mapping, parser, registry, served
 from exporter.engines.engine import Engine
-from exporter.engines.releases import Releases
 from exporter.engines.targets import EngineTarget, from_static
 from exporter.exposition import Family
 from exporter.sources import http
@@ -56,14 +55,12 @@ class EngineCollector:
         self,
         config: Engines,
         discovered: Callable[[], Iterable[EngineTarget]] = tuple,
-        releases: Releases | None = None,
         observers: Sequence[Callable[[list[Outcome]], None]] = (),
     ) -> None:
         self._config = config
         self._observers = observers  # see each scrape's outcomes (the replicas' first tokens); must not raise
         self._static = [from_static(t) for t in config.targets]
         self._discovered = discovered
-        self._releases = releases  # a vLLM table to use instead of the packaged one (tests)
         self._pool = ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="engine-scrape")
         self._limits = mapping.Limits(config.max_series_per_target, config.max_label_value_length)
         self._versions: dict[str, tuple[str | None, float]] = {}
@@ -110,12 +107,12 @@ class EngineCollector:
         engine = registry.ENGINES.get(target.engine) or self._engines.get(target.metrics_url)
         name = engine.name if engine else ""
         try:
-            url, raw = self._fetch(target, engine, deadline)
+            answered, raw = self._fetch(target, engine, deadline)
             body = raw.decode("utf-8", errors="replace")
             if engine is None:
-                # no hint: the body says which engine it is (trtllm-serve's path says so when its names don't);
-                # a body no engine's prefix marks is read as vLLM's, the exporter's historical default
-                found = registry.detect(body) or (registry.get("trtllm") if url != target.metrics_url else None)
+                # no hint: the body says which engine it is (else the engine whose own path answered, when the
+                # names don't); a body no engine's prefix marks is read as the registry's fallback engine's
+                found = registry.detect(body) or answered
                 engine = found or registry.get(registry.FALLBACK)
                 if found is not None:
                     with self._lock:
@@ -123,14 +120,13 @@ class EngineCollector:
                 name = engine.name
             version = self._version(target, engine, deadline)
             identity = {**target.identity, "engine": engine.name}
-            releases = self._releases if self._releases is not None and engine.name == "vllm" else engine.releases()
-            mapped = mapping.map_body(body, identity, version, releases, self._limits, engine)
+            mapped = mapping.map_body(body, identity, version, engine.releases(), self._limits, engine=engine)
             models = self._served(target, engine, deadline)
         except http.FetchError as exc:
             self._forget_version(target)
             log.debug("engine %s: %s", target.metrics_url, exc)
-            # llama.cpp answers 501 when started without --metrics: say so rather than a bare status
-            reason = "metrics_disabled" if exc.detail == "HTTP 501" else exc.reason
+            # an engine started without its metrics may say so by a status (llama.cpp: 501): not a bare status
+            reason = "metrics_disabled" if exc.detail in registry.METRICS_DISABLED else exc.reason
             return Outcome(target, None, reason, time.monotonic() - start, name)
         except parser.ParseError as exc:
             # the kind of fault only: a misconfigured target could serve anything, and bodies are never logged
@@ -138,23 +134,25 @@ class EngineCollector:
             return Outcome(target, None, "parse", time.monotonic() - start, name)
         return Outcome(target, mapped, "", time.monotonic() - start, name, models)
 
-    def _fetch(self, target: EngineTarget, engine: Engine | None, deadline: float) -> tuple[str, bytes]:
-        """(URL, body) of the target's Prometheus text. trtllm-serve serves it at /prometheus/metrics (its
-        /metrics is JSON): used when the engine is trtllm, or when an unknown engine's /metrics is JSON."""
+    def _fetch(self, target: EngineTarget, engine: Engine | None, deadline: float) -> tuple[Engine | None, bytes]:
+        """(the engine whose own metrics path answered, if that told it; the body) of the target's Prometheus text.
+        A known engine is read at its `metrics_path`; an unidentified target whose `/metrics` answers JSON is
+        read at the path of an engine whose `/metrics` is JSON (trtllm-serve's `/prometheus/metrics`)."""
         limit = self._config.max_response_bytes
-        alternate = target.base_url + "/prometheus/metrics"
+        default = target.base_url + "/metrics"
         url = target.metrics_url
-        if engine is not None and engine.metrics_path != "/metrics" and url == target.base_url + "/metrics":
+        if engine is not None and url == default:
             url = target.base_url + engine.metrics_path
         raw = http.get(url, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit)
-        if engine is None and raw.lstrip()[:1] in (b"[", b"{") and url == target.base_url + "/metrics":
-            raw = http.get(alternate, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit)
-            url = alternate
-        return url, raw
+        json_engine = next(iter(registry.JSON_AT_METRICS), None)
+        if engine is None and json_engine is not None and url == default and raw.lstrip()[:1] in (b"[", b"{"):
+            url = target.base_url + json_engine.metrics_path
+            return json_engine, http.get(url, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit)
+        return None, raw
 
     def _version(self, target: EngineTarget, engine: Engine, deadline: float) -> str | None:
         if engine.version_path is None:
-            return None  # LMDeploy: no version endpoint; the release is inferred from the names
+            return None  # no version endpoint (LMDeploy): the release is inferred from the names
         now = time.monotonic()
         with self._lock:
             cached = self._versions.get(target.metrics_url)
@@ -166,8 +164,7 @@ class EngineCollector:
             url = target.base_url + engine.version_path
             raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 16, accept="*/*")
             answer = json.loads(raw)
-            value = answer.get(engine.version_field)
-            version = value if isinstance(value, str) and value else None
+            version = engine.version_in(answer)
             if engine.served_in_version is not None:
                 with self._lock:
                     self._models[target.metrics_url] = (engine.served_in_version(answer), now)

@@ -23,13 +23,20 @@ Derive = Callable[[Sequence[tuple[Labels, float]]], list[tuple[Labels, float]]]
 @dataclass(frozen=True, eq=False)  # identity: one object per engine
 class Engine:
     name: str  # the `engine` label value and config key
+    display_name: str  # how docs and diagnoses write it ("vLLM", "llama.cpp")
     prefixes: tuple[str, ...]  # family prefixes that identify the engine in a body
     sources: Mapping[MetricSpec, tuple[str, ...]]  # canonical metric → same-meaning families, newest first
     label_renames: Mapping[str, str]  # source label → ours (`model`, `dp_rank`)
     releases: Callable[[], Releases]  # the per-release table (cached by its loader)
     version_path: str | None  # where the engine says its version; None: inferred from the names present
     version_field: str = "version"  # the JSON field of that answer
-    metrics_path: str = "/metrics"
+    metrics_path: str = "/metrics"  # where it serves the Prometheus text format, below the target's base URL
+    # its `/metrics` answers something else (trtllm-serve: JSON iteration stats), so that an unidentified
+    # target whose `/metrics` is JSON is tried at this engine's `metrics_path`, and is this engine if it answers
+    json_at_metrics: bool = False
+    # the HTTP status it answers on its metrics path when its metrics are switched off (llama.cpp without
+    # `--metrics`: 501), reported as reason `metrics_disabled` instead of a bare status
+    metrics_disabled_status: int | None = None
     # engines whose client creates most series on first use: a missing source is not alarming until the
     # engine has served a request (one of these counters is non-zero)
     lazy_series: bool = True
@@ -54,6 +61,11 @@ class Engine:
     models_path: str | None = None
     # the same from the version answer itself (llama.cpp's /props: the context per slot), or None
     served_in_version: Callable[[object], tuple[ServedModel, ...]] | None = None
+
+    def version_in(self, answer: object) -> str | None:
+        """The version its version endpoint's JSON `answer` states (`version_field`), or None."""
+        value = answer.get(self.version_field) if isinstance(answer, dict) else None
+        return value if isinstance(value, str) and value else None
 
     @property
     def family_prefix(self) -> str:

@@ -23,7 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from exporter.engines.releases import Release, Releases, derived_file_main, parse_version
+from exporter.derived import derived_file_main
+from exporter.engines.releases import Release, Releases, parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "engine_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"

@@ -52,12 +52,14 @@ def props_context(answer: object) -> tuple[ServedModel, ...]:
 
 SPEC = Engine(
     name="llamacpp",
+    display_name="llama.cpp",
     prefixes=("llamacpp:",),
     sources=SOURCES,
     label_renames={},
     releases=lambda: engine_releases.load("llamacpp"),
     version_path="/props",
     version_field="build_info",
+    metrics_disabled_status=501,  # started without --metrics
     lazy_series=False,
     unknown_versions=("b0-unknown",),
     version_build=build_info,

@@ -32,6 +32,7 @@ SOURCES = {
 
 SPEC = Engine(
     name="lmdeploy",
+    display_name="LMDeploy",
     prefixes=("lmdeploy:",),
     sources=SOURCES,
     label_renames={"model_name": "model", "engine": "dp_rank"},

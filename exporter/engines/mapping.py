@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 
 from exporter.catalogue.spec import MetricSpec, MetricType
-from exporter.engines import parser, vllm
+from exporter.engines import parser
 from exporter.engines.engine import Derive, Engine
 from exporter.engines.releases import Release, Releases, parse_version
 from exporter.exposition import escape_label_value
 
 IDENTITY = ("namespace", "pod", "engine")
 DROP_REASONS = ("series_limit", "label_too_long", "duplicate")
-VLLM = tuple(vllm.LABEL_RENAMES.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,23 +45,19 @@ class Mapped:
     dropped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(DROP_REASONS, 0))
 
 
-def _suffixes(spec: MetricSpec) -> tuple[str, ...]:
-    return ("_bucket", "_sum", "_count") if spec.type is MetricType.HISTOGRAM else ("",)
-
-
 @cache
-def wanted_samples(engine: Engine = vllm.SPEC) -> dict[str, tuple[MetricSpec, str]]:
+def wanted_samples(engine: Engine) -> dict[str, tuple[MetricSpec, str]]:
     """Every sample name any release of `engine` may expose for a canonical metric → (spec, suffix)."""
     return {
         source + suffix: (spec, suffix)
         for spec, sources in engine.sources.items()
         for source in sources
-        for suffix in _suffixes(spec)
+        for suffix in spec.suffixes
     }
 
 
 @cache
-def source_families(engine: Engine = vllm.SPEC) -> frozenset[str]:
+def source_families(engine: Engine) -> frozenset[str]:
     return engine.source_families()
 
 
@@ -72,7 +67,7 @@ def _parsed_names(engine: Engine) -> frozenset[str]:
 
 
 @cache
-def expected_sources(release: Release, engine: Engine = vllm.SPEC) -> dict[MetricSpec, str]:
+def expected_sources(release: Release, engine: Engine) -> dict[MetricSpec, str]:
     """Canonical metric → the source family `release` should expose for it (metrics it has none for: absent).
 
     A summary (TGI before 0.5) never stands in for a histogram: the canonical metric is then absent.
@@ -89,7 +84,7 @@ def expected_sources(release: Release, engine: Engine = vllm.SPEC) -> dict[Metri
 
 
 def choose_release(
-    releases: Releases, version_text: str | None, families: set[str], engine: Engine = vllm.SPEC
+    releases: Releases, version_text: str | None, families: set[str], engine: Engine
 ) -> tuple[Release, str, str]:
     """(release whose mapping applies, version label, version_source)."""
     if version_text in engine.unknown_versions:
@@ -117,7 +112,8 @@ def map_body(
     version_text: str | None,
     releases: Releases,
     limits: Limits = Limits(),
-    engine: Engine = vllm.SPEC,
+    *,
+    engine: Engine,
 ) -> Mapped:
     """Map an engine's /metrics body. Raises parser.ParseError on a body that is not the text format."""
     wanted = wanted_samples(engine)
@@ -220,7 +216,7 @@ def _series_groups(
     """
     groups: dict[tuple[tuple[str, str], ...], list[Sample]] = {}
     longest = limits.max_label_value_length
-    for suffix in _suffixes(spec):
+    for suffix in spec.suffixes:
         samples = parsed.samples.get(source + suffix, [])
         if len({labels for labels, _ in samples}) != len(samples):  # rare: checked in C, handled in Python
             samples = _first_of_each(samples, dropped)
@@ -265,7 +261,7 @@ def _known(family: str, known: frozenset[str]) -> bool:
 
 
 @lru_cache(maxsize=1 << 16)  # the same series recur at every scrape
-def _label_block(head: str, labels: tuple[tuple[str, str], ...], renames: tuple[tuple[str, str], ...] = VLLM) -> str:
+def _label_block(head: str, labels: tuple[tuple[str, str], ...], renames: tuple[tuple[str, str], ...]) -> str:
     """Our label block: identity, then `model` and `dp_rank` (from the engine's labels, renamed), then the rest."""
     model = dp_rank = ""
     rest = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
 
 from exporter.engines import llamacpp, lmdeploy, sglang, tgi, trtllm, vllm
 from exporter.engines.engine import Engine
@@ -11,7 +11,15 @@ _ALL = (vllm.SPEC, sglang.SPEC, tgi.SPEC, trtllm.SPEC, llamacpp.SPEC, lmdeploy.S
 ENGINES: dict[str, Engine] = {e.name: e for e in _ALL}
 NAMES = tuple(ENGINES)
 AUTO = "auto"
+if TYPE_CHECKING:
+    EngineName = str  # a Literal built at run time is opaque to a type checker
+else:
+    EngineName = Literal[(AUTO, *NAMES)]  # what a target's `engine:` accepts, checked by the config loader
 FALLBACK = "vllm"  # an `auto` target whose body (or absence of one) has not said otherwise
+# engines whose `/metrics` is not the text format (trtllm-serve): an unidentified JSON `/metrics` is tried at theirs
+JSON_AT_METRICS = tuple(e for e in _ALL if e.json_at_metrics)
+# a fetch's detail that says an engine's metrics are off (llama.cpp without --metrics: "HTTP 501")
+METRICS_DISABLED = frozenset(f"HTTP {e.metrics_disabled_status}" for e in _ALL if e.metrics_disabled_status)
 
 
 def label_of(configured: str) -> str:
@@ -32,14 +40,6 @@ def detect(body: str) -> Engine | None:
         name = line[7:] if line.startswith("# TYPE ") else line
         if not name or name[0] == "#":
             continue
-        for engine in ENGINES.values():
-            if any(name.startswith(prefix) for prefix in engine.prefixes):
-                return engine
-    return None
-
-
-def detect_families(families: Iterable[str]) -> Engine | None:
-    for name in families:
         for engine in ENGINES.values():
             if any(name.startswith(prefix) for prefix in engine.prefixes):
                 return engine

@@ -11,15 +11,14 @@ own expected families (`rust_frontend`): it lacks several that the Python fronte
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from exporter.derived import derived_file_main
 
 Version = tuple[int, ...]
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
@@ -158,32 +157,6 @@ def load() -> Releases:
 
     rust = table(data["rust_frontend"])
     return Releases(table(data["releases"]), frozenset(data["known"]), (("rust_frontend", rust),))
-
-
-def derived_file_main(
-    argv: list[str] | None,
-    *,
-    description: str,
-    source: Path | tuple[Path, ...],
-    derived: Path,
-    derive: Callable[..., Any],
-    module: str,
-) -> int:
-    """A derived data file's command: `--write` rewrites `derived` from `source` (one file, or several passed to
-    `derive` in order); without it, exit 1 when the committed file is out of date (the drift check
-    `make generate-check` and the tests run)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--write", action="store_true", help="rewrite the derived file")
-    args = parser.parse_args(argv)
-    sources = source if isinstance(source, tuple) else (source,)
-    text = json.dumps(derive(*(json.loads(p.read_text()) for p in sources)), indent=1, sort_keys=True) + "\n"
-    if args.write:
-        derived.write_text(text)
-        return 0
-    if derived.read_text() != text:
-        print(f"{derived} is out of date: run python -m {module} --write", file=sys.stderr)
-        return 1
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,6 +43,7 @@ TOKENS_HISTOGRAM = "--collect-tokens-histogram"
 
 SPEC = Engine(
     name="sglang",
+    display_name="SGLang",
     prefixes=("sglang:",),
     sources=SOURCES,
     label_renames={"model_name": "model", "dp_rank": "dp_rank"},

@@ -8,7 +8,7 @@ from exporter.engines.mapping import expected_sources
 from exporter.engines.releases import parse_version
 
 
-def rows(version: str | None = None, engine: str = "vllm") -> list[tuple[str, str, str]]:
+def rows(version: str | None = None, *, engine: str) -> list[tuple[str, str, str]]:
     """(release, canonical metric, source family or "-" when the release has none)."""
     spec = registry.get(engine)
     releases = spec.releases()
@@ -25,9 +25,9 @@ def rows(version: str | None = None, engine: str = "vllm") -> list[tuple[str, st
     return out
 
 
-def render_table(version: str | None = None, markdown: bool = False, engine: str = "vllm") -> str:
-    table = rows(version, engine)
-    label = "vLLM" if engine == "vllm" else engine
+def render_table(version: str | None = None, markdown: bool = False, *, engine: str) -> str:
+    table = rows(version, engine=engine)
+    label = registry.get(engine).display_name
     if markdown:
         lines = [f"| {label} release | canonical metric | {label} source |", "|---|---|---|"]
         lines += [f"| {r} | `{c}` | {'`' + s + '`' if s != '-' else '—'} |" for r, c, s in table]

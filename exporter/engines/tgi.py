@@ -28,6 +28,7 @@ SOURCES = {
 
 SPEC = Engine(
     name="tgi",
+    display_name="TGI",
     prefixes=("tgi_",),
     sources=SOURCES,
     label_renames={},

@@ -65,12 +65,14 @@ SOURCES = {
 
 SPEC = Engine(
     name="trtllm",
+    display_name="TensorRT-LLM",
     prefixes=("trtllm_",),
     sources=SOURCES,
     label_renames={"model_name": "model"},
     releases=releases,
     version_path="/version",
     metrics_path="/prometheus/metrics",
+    json_at_metrics=True,  # its /metrics is JSON iteration stats
     activity=("trtllm_request_success_total", "request_success_total"),
     notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds is TPOT, a per-request mean (see TPOT metric)"},
 )

@@ -113,6 +113,7 @@ def frontend(body: str) -> str | None:
 
 SPEC = Engine(
     name=ENGINE,
+    display_name="vLLM",
     prefixes=(FAMILY_PREFIX,),
     sources={**SOURCES, **CAPACITY_SOURCES},
     label_renames=LABEL_RENAMES,

@@ -1,6 +1,6 @@
 """A small client for the Prometheus HTTP API (instant queries and label values), on the standard library.
 
-Only this module talks to Prometheus; `exporter.bundle.check` depends on the `Prometheus` protocol, so its
+Only this module talks to Prometheus; `exporter.check.evaluate` depends on the `Prometheus` protocol, so its
 logic can be tested against a real server and, where that is overkill, a fake.
 """
 

@@ -25,8 +25,9 @@ import pytest
 
 from exporter.audit import measured
 from exporter.audit.cli import run as audit
-from exporter.bundle import check, render
-from exporter.bundle.queries import Query, file_queries
+from exporter.bundle import render
+from exporter.check.evaluate import Checker
+from exporter.check.inputs import Query, file_queries
 from exporter.cli import parser
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
@@ -126,7 +127,7 @@ def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
     # rates need two samples of every series, the GPU bandwidth two GPM samples
     wait_for(lambda: bool(query(prom, "rate(llm_prompt_tokens_total[5m]) > 0")), 60, "growing counters")
     wait_for(lambda: bool(query(prom, "llm_gpu_memory_bandwidth_utilization_ratio")), 60, "GPM bandwidth")
-    checker = check.Checker(HttpPrometheus(prom))
+    checker = Checker(HttpPrometheus(prom))
     # the node filter set to the node the exporter runs on: GPU series carry `node` from $NODE_NAME
     queries = file_queries(render.ROOT / "dashboards/overview.json", {"node": "gpu-0"})
     assert len(queries) > 30
@@ -148,7 +149,7 @@ def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
 
 
 def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> None:
-    checker = check.Checker(HttpPrometheus(stack["prometheus"]))
+    checker = Checker(HttpPrometheus(stack["prometheus"]))
     wait_for(lambda: bool(query(stack["prometheus"], "vllm:kv_cache_usage_perc")), 30, "the direct vLLM scrape")
     old = checker.check(Query("keda.yaml", "ScaledObject vllm trigger 0", "avg(vllm:gpu_cache_usage_perc)"))
     assert old.status == "empty"

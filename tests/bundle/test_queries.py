@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from exporter.bundle import render
-from exporter.bundle.promql import Matcher, PromQLSyntaxError, Selector, metric_names, selectors, substitute
-from exporter.bundle.queries import file_queries
 from exporter.catalogue import sample_names
+from exporter.check.inputs import file_queries
+from exporter.check.promql import Matcher, PromQLSyntaxError, Selector, metric_names, selectors, substitute
 from tests.bundle.servers import PROMTOOL
 
 ROOT = render.ROOT

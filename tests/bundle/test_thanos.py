@@ -26,8 +26,9 @@ from typing import Any
 
 import pytest
 
-from exporter.bundle import check, cluster, render
-from exporter.bundle.queries import Query, file_queries
+from exporter.bundle import cluster, render
+from exporter.check.evaluate import Checker
+from exporter.check.inputs import Query, file_queries
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
 from tests.bundle.replay import FakeEngine, fast_rules, node_config
@@ -310,7 +311,7 @@ def test_a_partial_response_is_an_error_not_an_empty_result(thanos: dict[str, An
         # what the exporter's client and `check` make of it
         with pytest.raises(PrometheusError, match="receive series from"):
             HttpPrometheus(query_url).query("llm_engine_up")
-        result = check.Checker(HttpPrometheus(query_url)).check(
+        result = Checker(HttpPrometheus(query_url)).check(
             Query("dashboard.json", "panel 'Engines up'", 'sum by (cluster) (llm_engine_up{cluster="c"})')
         )
         assert result.status == "error", result

@@ -59,7 +59,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def test_the_wheel_holds_the_runtime_and_not_the_tooling(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    for module in ("exporter/server.py", "exporter/collect.py", "exporter/bundle/check.py", "exporter/py.typed",
+    for module in ("exporter/server.py", "exporter/collect.py", "exporter/check/cli.py", "exporter/py.typed",
                    "exporter/engines/data/vllm_releases.json", "exporter/catalogue/renames.py"):  # fmt: skip
         assert module in names
     assert [n for n in names if n.startswith(TOOLING)] == []

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from exporter.bundle import promql
 from exporter.catalogue import ALL
+from exporter.check import promql
 from exporter.config import KubernetesDiscovery
 from tests.bundle import servers
 from tests.deploy.manifests import BASE, ROOT, render

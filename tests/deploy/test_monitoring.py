@@ -13,9 +13,9 @@ import yaml
 
 from alerts.thresholds import EXPORTER_JOB
 from exporter import config, server
-from exporter.bundle import promql
-from exporter.bundle.queries import file_queries
 from exporter.catalogue import BY_NAME, engine
+from exporter.check import promql
+from exporter.check.inputs import file_queries
 from exporter.collect import CollectorSet
 from exporter.exposition import Family
 from tests.bundle import servers

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from exporter.demo.live import engines_found, rename_signals
 from exporter.demo.proxy import RenamingProxy, renamed
+from exporter.engines import vllm
 from exporter.engines.mapping import map_body
 from exporter.engines.releases import load
 from tests.bundle.servers import Served
@@ -42,7 +43,9 @@ def test_proxy_serves_the_engine_then_the_renamed_body() -> None:
         proxy.rename(RENAME)
         served = get(proxy.url + "/metrics")
         assert served == renamed(BODY, RENAME) != BODY
-        result = map_body(served, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, "0.32.0", load())
+        result = map_body(
+            served, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, "0.32.0", load(), engine=vllm.SPEC
+        )
         assert [(s.name, src) for s, (src, found) in result.present.items() if not found] == [
             ("llm_kv_cache_usage_ratio", "vllm:kv_cache_usage_perc")
         ]

@@ -14,7 +14,7 @@ from tests.engines.engine_fakes import fake_engine, routes
 
 def scrape(url: str, engine: str = "auto") -> str:
     collector = EngineCollector(
-        Engines(timeout_seconds=5, targets=[Target(url, {"namespace": "t", "pod": "p"}, engine)])  # type: ignore[arg-type]
+        Engines(timeout_seconds=5, targets=[Target(url, {"namespace": "t", "pod": "p"}, engine)])
     )
     try:
         return render(collector.collect())

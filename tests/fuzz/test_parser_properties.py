@@ -9,6 +9,7 @@ Three contracts:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import string
 from typing import Any
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.engines import mapping, parser, releases
+from exporter.engines import mapping, parser, releases, vllm
 from exporter.exposition import escape_label_value, render_labels
 
 # Sized for the whole of tests/fuzz to run in well under 30 s on a slow 2-core machine; fuzz/ runs longer.
@@ -26,7 +27,7 @@ SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[Heal
 PREFIX = "vllm:"
 RELEASES = releases.load()
 IDENTITY = {"namespace": "n", "pod": "p", "engine": "vllm"}
-WANTED = mapping.wanted_samples()
+WANTED = mapping.wanted_samples(vllm.SPEC)
 
 # ---------------------------------------------------------------------------------------------- strategies
 
@@ -235,7 +236,9 @@ def _only_parse_error(call: Any, *args: Any) -> None:
 @example("\t\n")
 def test_any_text_parses_or_is_a_parse_error(body: str) -> None:
     _only_parse_error(parser.parse, body, {"x", "vllm:x", "a"}, PREFIX)
-    _only_parse_error(mapping.map_body, body, IDENTITY, None, RELEASES)  # parses with WANTED
+    _only_parse_error(
+        functools.partial(mapping.map_body, engine=vllm.SPEC), body, IDENTITY, None, RELEASES
+    )  # parses with WANTED
 
 
 @settings(SETTINGS, max_examples=200)

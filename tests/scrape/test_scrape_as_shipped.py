@@ -26,8 +26,9 @@ import pytest
 import yaml
 
 from alerts.thresholds import EXPORTER_JOB
-from exporter.bundle import check, render
-from exporter.bundle.queries import file_queries
+from exporter.bundle import render
+from exporter.check.evaluate import Checker
+from exporter.check.inputs import file_queries
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
 from tests.bundle.replay import FakeEngine, delivered, fast_rules, node_config
@@ -172,7 +173,7 @@ def test_every_dashboard_query_returns_data_for_one_node(shipped: dict[str, Any]
     prom = shipped["prometheus"]
     wait_for(lambda: bool(query(prom, "rate(llm_prompt_tokens_total[5m]) > 0")), 60, "growing counters")
     wait_for(lambda: bool(query(prom, "llm_gpu_memory_bandwidth_utilization_ratio")), 60, "GPM bandwidth")
-    checker = check.Checker(HttpPrometheus(prom))
+    checker = Checker(HttpPrometheus(prom))
     queries = file_queries(render.ROOT / "dashboards/overview.json", {"node": "gpu-0"})
     failing: list[tuple[str, list[str]]] = []
 
