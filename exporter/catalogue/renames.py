@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from exporter.catalogue.spec import MetricSpec
+from exporter.versions import parse_version
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,20 +32,8 @@ class Rename:
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
-    """ "0.2.0" → (0, 2, 0); a suffix such as "rc1" or ".dev3" ends the numbers."""
-    numbers = []
-    for part in version.split("."):
-        digits = ""
-        for char in part:
-            if not char.isdigit():
-                break
-            digits += char
-        if not digits:
-            break
-        numbers.append(int(digits))
-        if len(digits) < len(part):
-            break
-    return tuple(numbers)
+    """ "0.2.0" → (0, 2, 0); a suffix such as "rc1" or ".dev3" ends the numbers; () for no number."""
+    return parse_version(version) or ()
 
 
 def active(renames: tuple[Rename, ...], version: str) -> tuple[Rename, ...]:

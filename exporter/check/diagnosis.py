@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from exporter.catalogue.spec import family_name
 from exporter.check.history import EngineHistory, NameHistory, engines
 from exporter.check.tables import display_name
-from exporter.engines.releases import parse_version
+from exporter.versions import parse_version
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ from exporter.engines import registry, vllm
 from exporter.engines.engine import Engine
 from exporter.engines.engine_releases import producer
 from exporter.engines.history import engine_history
-from exporter.engines.releases import Releases, load, parse_version
+from exporter.engines.releases import Releases, load
+from exporter.versions import parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "vllm_history.json"

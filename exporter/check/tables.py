@@ -26,7 +26,7 @@ from typing import Any
 from exporter.catalogue.spec import HISTOGRAM_SUFFIXES
 from exporter.derived import derived_file_main
 from exporter.engines import engine_releases, registry, trtllm
-from exporter.engines.releases import parse_version
+from exporter.versions import parse_version
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = (ROOT / "data" / "vllm_metrics_by_version.json", ROOT / "data" / "engine_metrics_by_version.json")

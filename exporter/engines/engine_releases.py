@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from exporter.derived import derived_file_main
-from exporter.engines.releases import Release, Releases, parse_version
+from exporter.engines.releases import Release, Releases
+from exporter.versions import parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "engine_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"

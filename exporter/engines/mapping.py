@@ -19,8 +19,9 @@ from functools import cache, lru_cache
 from exporter.catalogue.spec import MetricSpec, MetricType
 from exporter.engines import parser
 from exporter.engines.engine import Derive, Engine
-from exporter.engines.releases import Release, Releases, parse_version
+from exporter.engines.releases import Release, Releases
 from exporter.exposition import escape_label_value
+from exporter.versions import parse_version
 
 IDENTITY = ("namespace", "pod", "engine")
 DROP_REASONS = ("series_limit", "label_too_long", "duplicate")

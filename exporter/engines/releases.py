@@ -19,22 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from exporter.derived import derived_file_main
+from exporter.versions import Version, parse_version
 
-Version = tuple[int, ...]
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "vllm_releases.json"
-
-
-def parse_version(text: str) -> Version | None:
-    """The numeric release of a version string: "0.10.1.1" → (0, 10, 1, 1); "0.11.2.post2+cpu" → (0, 11, 2)."""
-    parts: list[int] = []
-    for piece in text.strip().lstrip("v").replace("+", ".").replace("-", ".").split("."):
-        # ASCII digits only ("²".isdigit() is true, int("²") fails), and few of them: an engine's /version is
-        # input like any other
-        if not (piece.isascii() and piece.isdigit()) or len(piece) > 9:
-            break
-        parts.append(int(piece))
-    return tuple(parts) if parts else None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from exporter.catalogue import engine as m
 from exporter.engines import registry
 from exporter.engines.mapping import expected_sources
-from exporter.engines.releases import parse_version
+from exporter.versions import parse_version
 
 
 def rows(version: str | None = None, *, engine: str) -> list[tuple[str, str, str]]:

@@ -10,9 +10,10 @@ import pytest
 from exporter.catalogue import engine as m
 from exporter.engines import mapping, vllm
 from exporter.engines.collector import Outcome, build_families
-from exporter.engines.releases import SOURCE, load, parse_version
+from exporter.engines.releases import SOURCE, load
 from exporter.engines.targets import from_url
 from exporter.exposition import render
+from exporter.versions import parse_version
 from tests.engines import derived
 from tests.engines.engine_servers import recorded
 
