@@ -32,7 +32,6 @@ check: lint typecheck generate-check test
 
 ## Regenerate every generated file (metric docs, release table, dashboards, rules).
 generate: setup
-	$(PY) -m exporter.engines.releases --write
 	$(PY) -m exporter.engines.engine_releases --write
 	$(PY) -m exporter.check.history --write
 	$(PY) -m exporter.check.tables --write
@@ -42,7 +41,6 @@ generate: setup
 	$(PY) -m exporter.bundle
 
 generate-check: setup
-	$(PY) -m exporter.engines.releases
 	$(PY) -m exporter.engines.engine_releases
 	$(PY) -m exporter.check.history
 	$(PY) -m exporter.check.tables

@@ -54,7 +54,7 @@ def main() -> None:
     args = argparse.ArgumentParser(description=__doc__)
     args.add_argument("--repeat", type=int, default=200)
     repeat = args.parse_args().repeat
-    releases = load()
+    releases = load("vllm")
     target = from_url("http://10.0.0.1:8000", "ns", "pod", "vllm")
     identity = target.identity
 

@@ -31,7 +31,7 @@ from exporter.exposition import Family, render, render_openmetrics
 
 
 def families(targets: int, body: str) -> list[Family]:
-    releases = load()
+    releases = load("vllm")
     outcomes = []
     for i in range(targets):
         target = from_url(f"http://10.0.{i // 250}.{i % 250}:8000", "ml", f"vllm-{i}", "vllm")

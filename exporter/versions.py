@@ -12,9 +12,11 @@ def parse_version(text: str) -> Version | None:
     parts: list[int] = []
     for piece in text.strip().lstrip("v").replace("+", ".").replace("-", ".").split("."):
         digits = len(piece) - len(piece.lstrip(_DIGITS))
-        if not 0 < digits <= 9:  # few digits: an engine's /version is input like any other
+        rest = piece[digits:]
+        # a number of few ASCII digits: an engine's /version is input like any other ("1²" is no number)
+        if not 0 < digits <= 9 or rest[:1].isdigit():
             break
         parts.append(int(piece[:digits]))
-        if digits < len(piece):
+        if rest:
             break
     return tuple(parts) if parts else None

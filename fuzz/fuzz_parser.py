@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 with atheris.instrument_imports(include=["exporter"]):
     from exporter.engines import mapping, parser, releases, vllm
 
-RELEASES = releases.load()
+RELEASES = releases.load("vllm")
 IDENTITY = {"namespace": "n", "pod": "p", "engine": "vllm"}
 WANTED = mapping.wanted_samples(vllm.SPEC)
 SHORT = frozenset({"x", "a", "vllm:x", "vllm:x_bucket"})  # names a fuzzer can reach without a dictionary

@@ -99,7 +99,7 @@ def engines() -> tuple[EngineHistory, ...]:
         )
     sources = frozenset(s for ss in vllm.SOURCES.values() for s in ss)
     others = tuple(_from_registry(e) for name, e in registry.ENGINES.items() if name != vllm.ENGINE)
-    vllm_history = EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load(), names, sources)
+    vllm_history = EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load("vllm"), names, sources)
     return (vllm_history, *others, _from_producer("llmd_epp", EPP_PREFIXES))
 
 

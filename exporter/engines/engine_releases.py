@@ -1,34 +1,40 @@
-"""Which families each SGLang, TGI, llama.cpp and LMDeploy release exposes, from the engines' released sources.
+"""The one pipeline of the engines' release tables: each engine's table derived from its released sources.
 
-`data/engine_metrics_by_version.json` (repository root) was read statically from each engine's released
-sources (its `_meta.generated_from` says how: SGLang wheels, TGI and LMDeploy git tags, llama.cpp as vendored
-in llama-cpp-python sdists). `derive()` condenses it to what the mapping needs and `exporter/engines/data/
-engine_releases.json` is that condensed form (regenerate: `python -m exporter.engines.engine_releases --write`;
-a test fails on drift). llama.cpp releases carry their build number where `data/llamacpp_builds.json` knows
-it, so that a release build's `/props` (`b11434-9f4a0c2`) is placed by number. Conditional series (SGLang's
-`enabled_when`: LoRA, hierarchical cache, …) are known but not expected. trtllm-serve is not in the source
-(its release boundaries are only inferred): see trtllm.py. Producers that are no inference engine are kept
-beside them (`producers`: llm-d's endpoint picker per router release, with the renames its sources declare),
-for `check`'s history; `producer(name)` reads one.
+vLLM's from `data/vllm_metrics_by_version.json` (repository root, read from the sdists of every release 0.5.0
+on) into `exporter/engines/data/vllm_releases.json`; SGLang's, TGI's, llama.cpp's and LMDeploy's from
+`data/engine_metrics_by_version.json` (read statically from each engine's released sources: its
+`_meta.generated_from` says how: SGLang wheels, TGI and LMDeploy git tags, llama.cpp as vendored in
+llama-cpp-python sdists) into `exporter/engines/data/engine_releases.json`. Every table has one shape (see
+`releases.py`, which loads them); regenerate with `python -m exporter.engines.engine_releases --write` (a test
+fails on drift). Each source says in its own words what a release exposes by default: vLLM's `enabled_when`
+("always", not behind `--show-hidden-metrics-for-version`), the others' (an empty `enabled_when`: SGLang's
+LoRA, hierarchical cache, … are known but not expected). vLLM's Rust frontend (0.33.0 on) registers every
+family at start-up: its flavour expects each one. llama.cpp releases carry their build number where
+`data/llamacpp_builds.json` knows it, so that a release build's `/props` (`b11434-9f4a0c2`) is placed by
+number. trtllm-serve is not in the sources (its release boundaries are only inferred): see trtllm.py.
+Producers that are no inference engine are kept beside them (`producers`: llm-d's endpoint picker per router
+release, with the renames its sources declare), for `check`'s history; `producer(name)` reads one.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from exporter.derived import derived_file_main
+from exporter.derived import generated_files_main, json_text
 from exporter.engines.releases import Release, Releases
 from exporter.versions import parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "engine_metrics_by_version.json"
 DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"
+VLLM_SOURCE = SOURCE.parent / "vllm_metrics_by_version.json"
+VLLM_DERIVED = DERIVED.parent / "vllm_releases.json"
 BUILDS = SOURCE.parent / "llamacpp_builds.json"
 ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp", "lmdeploy": "lmdeploy"}  # ours → source key
 _POST = re.compile(r"\.post(\d+)$")
@@ -102,13 +108,70 @@ def derive_producer(releases: dict[str, list[dict[str, Any]]], unreleased: dict[
     }
 
 
+def _vllm_default(metric: dict[str, Any], key: tuple[int, ...] | None) -> bool:
+    """Whether a vLLM release exposes `metric` without flags: "always" (not the HTTP server's own families,
+    `prometheus_fastapi_instrumentator`), not hidden by then, and one of vLLM's own (`vllm:`)."""
+    when = metric["enabled_when"]
+    return (
+        when.startswith("always")
+        and not when.startswith("always (prometheus_fastapi")
+        and not _hidden(metric, key)
+        and metric["name"].startswith("vllm:")
+    )
+
+
+def _hidden(metric: dict[str, Any], key: tuple[int, ...] | None) -> bool:
+    since = metric.get("hidden_since")
+    if not isinstance(since, str) or key is None:
+        return False
+    return (parse_version(since) or ()) <= key
+
+
+def _oldest_first(versions: Iterable[str]) -> list[str]:
+    return sorted(versions, key=lambda v: (parse_version(v) or (0,), v))
+
+
+def derive_vllm(source: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's table: per release the families its Python frontend exposes by default, every family any
+    release knows (the non-default engine's and the index's included), and the Rust frontend's flavour."""
+    versions = source["versions"]
+    releases = [
+        {
+            "version": version,
+            "key": list(parse_version(version) or (0,)),
+            "expected": sorted(m["name"] for m in versions[version] if _vllm_default(m, parse_version(version))),
+        }
+        for version in _oldest_first(versions)
+    ]
+    known = sorted(
+        {
+            m["name"]
+            for table in ("versions", "versions_non_default_engine")
+            for ms in source[table].values()
+            for m in ms
+        }
+        | set(source["index"])
+    )
+    rust_source = source.get("versions_rust_frontend", {})
+    rust = [
+        {
+            "version": version,
+            "key": list(parse_version(version) or (0,)),
+            "expected": sorted({m["name"] for m in rust_source[version] if m["name"].startswith("vllm:")}),
+        }
+        for version in _oldest_first(rust_source)
+    ]
+    table = {"releases": releases, "known": known, "flavours": {"rust_frontend": rust}}
+    return {"source": "data/vllm_metrics_by_version.json", "engines": {"vllm": table}}
+
+
 def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict[str, Any]:
     builds = _builds() if builds is None else builds
     engines: dict[str, Any] = {}
     for ours, key in ENGINES.items():
         releases = []
         known: set[str] = set()
-        for version, metrics in source[key].items():
+        for index, (version, metrics) in enumerate(source[key].items()):
             known.update(m["name"] for m in metrics)
             default = [m for m in metrics if not m.get("enabled_when")]
             release = {
@@ -116,11 +179,12 @@ def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict
                 "source_key": version,
                 "expected": sorted({m["name"] for m in default}),
                 "summaries": sorted({m["name"] for m in default if m["type"] == "summary"}),
+                "key": list(_key(ours, index, release_name(ours, version))),
             }
             if ours == "llamacpp" and (build := _build_of(version, builds)) is not None:
                 release["build"] = build
             releases.append(release)
-        engines[ours] = {"releases": releases, "known": sorted(known)}
+        engines[ours] = {"releases": sorted(releases, key=lambda r: r["key"]), "known": sorted(known)}
     producers = {
         ours: derive_producer(source[key], source.get(f"{key}_unreleased", {})) for ours, key in PRODUCERS.items()
     }
@@ -142,28 +206,6 @@ def _key(engine: str, index: int, version: str) -> tuple[int, ...]:
     return (*key, int(post.group(1))) if post else key
 
 
-@cache
-def load(engine: str) -> Releases:
-    data = json.loads(resources.files("exporter.engines").joinpath("data/engine_releases.json").read_text())
-    table = data["engines"][engine]
-    releases = tuple(
-        sorted(
-            (
-                Release(
-                    r["version"],
-                    _key(engine, i, r["version"]),
-                    frozenset(r["expected"]),
-                    frozenset(r["summaries"]),
-                    r.get("build"),
-                )
-                for i, r in enumerate(table["releases"])
-            ),
-            key=lambda r: r.key,
-        )
-    )
-    return Releases(releases, frozenset(table["known"]))
-
-
 @dataclass(frozen=True)
 class Producer:
     """A producer that is no inference engine (llm-d's endpoint picker): its releases, and its renames."""
@@ -183,13 +225,17 @@ def producer(name: str) -> Producer:
     return Producer(Releases(releases, frozenset(table["known"])), table["renamed"], table["label_renames"])
 
 
+def rendered() -> dict[Path, str]:
+    """Every derived release table's text."""
+    vllm = json.loads(VLLM_SOURCE.read_text())
+    return {VLLM_DERIVED: json_text(derive_vllm(vllm)), DERIVED: json_text(derive(json.loads(SOURCE.read_text())))}
+
+
 def main(argv: list[str] | None = None) -> int:
-    return derived_file_main(
+    return generated_files_main(
         argv,
         description=(__doc__ or "").splitlines()[0],
-        source=SOURCE,
-        derived=DERIVED,
-        derive=derive,
+        render=rendered,
         module="exporter.engines.engine_releases",  # as the user types it: __name__ is "__main__" under python -m
     )
 

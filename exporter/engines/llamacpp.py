@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 
 from exporter.catalogue import engine as m
-from exporter.engines import engine_releases
 from exporter.engines.engine import Engine
+from exporter.engines.releases import load
 from exporter.engines.served import ServedModel
 
 SOURCES = {
@@ -56,7 +56,7 @@ SPEC = Engine(
     prefixes=("llamacpp:",),
     sources=SOURCES,
     label_renames={},
-    releases=lambda: engine_releases.load("llamacpp"),
+    releases=lambda: load("llamacpp"),
     version_path="/props",
     version_field="build_info",
     metrics_disabled_status=501,  # started without --metrics

@@ -10,8 +10,8 @@ Labelled series are created on first use.
 from __future__ import annotations
 
 from exporter.catalogue import engine as m
-from exporter.engines import engine_releases
 from exporter.engines.engine import Engine
+from exporter.engines.releases import load
 
 SOURCES = {
     m.REQUESTS_RUNNING: ("lmdeploy:num_requests_running",),
@@ -36,7 +36,7 @@ SPEC = Engine(
     prefixes=("lmdeploy:",),
     sources=SOURCES,
     label_renames={"model_name": "model", "engine": "dp_rank"},
-    releases=lambda: engine_releases.load("lmdeploy"),
+    releases=lambda: load("lmdeploy"),
     version_path=None,
     activity=("lmdeploy:prompt_tokens_total", "lmdeploy:request_success_total"),
     notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds averages each engine output over its tokens"},

@@ -1,28 +1,25 @@
-"""Which metric families each vLLM release exposes, derived from vLLM's own release sources.
+"""The release table of an engine: which metric families each release exposes by default, and which it knows.
 
-`data/vllm_metrics_by_version.json` (repository root) was read from the sdists of every release
-0.5.0 → 0.34.0; `derive()` condenses it to what the mapping needs and `exporter/engines/data/
-vllm_releases.json` is that condensed form (regenerate: `python -m exporter.engines.releases --write`;
-a test fails on drift). Only series the default engine exposes *without flags* count as expected:
+One shape for every engine, vLLM included: `engine_releases.py` derives each engine's table from its released
+sources into `exporter/engines/data/` (vLLM's in `vllm_releases.json`, the others' in `engine_releases.json`),
+and `load(engine)` reads any of them. Only series a release exposes *without flags* count as expected:
 conditional series (LoRA, speculative decoding, KV connectors) and hidden ones are known but not expected.
-The Rust frontend (0.33.0 on, `VLLM_USE_RUST_FRONTEND=1`) is a second flavour of the same releases, with its
-own expected families (`rust_frontend`): it lacks several that the Python frontend has.
+A second frontend of the same releases (vLLM's Rust frontend, 0.33.0 on) is a flavour with its own expected
+families.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from exporter.derived import derived_file_main
-from exporter.versions import Version, parse_version
+from exporter.versions import Version
 
-SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
-DERIVED = Path(__file__).resolve().parent / "data" / "vllm_releases.json"
+DATA = ("data/vllm_releases.json", "data/engine_releases.json")  # the derived tables, in exporter.engines
 
 
 @dataclass(frozen=True)
@@ -88,75 +85,30 @@ class Releases:
         return best
 
 
-def derive(source: dict[str, Any]) -> dict[str, Any]:
-    """The condensed form of the per-release table: expected families per release and all known families."""
-    releases = {}
-    for version, metrics in source["versions"].items():
-        key = parse_version(version)
-        expected = sorted(
-            m["name"]
-            for m in metrics
-            if m["enabled_when"].startswith("always")
-            and not m["enabled_when"].startswith("always (prometheus_fastapi")
-            and not _hidden(m, key)
-            and m["name"].startswith("vllm:")
-        )
-        releases[version] = expected
-    known = sorted(
-        {
-            m["name"]
-            for table in ("versions", "versions_non_default_engine")
-            for ms in source[table].values()
-            for m in ms
-        }
-        | set(source["index"])
+def _release(entry: Mapping[str, Any]) -> Release:
+    return Release(
+        entry["version"],
+        tuple(entry["key"]),
+        frozenset(entry["expected"]),
+        frozenset(entry.get("summaries", ())),
+        entry.get("build"),
     )
-    # the Rust frontend registers every family at start-up: each is served (its TYPE line) without flags
-    rust = {
-        version: sorted({m["name"] for m in metrics if m["name"].startswith("vllm:")})
-        for version, metrics in source.get("versions_rust_frontend", {}).items()
-    }
-    return {
-        "source": "data/vllm_metrics_by_version.json",
-        "releases": releases,
-        "known": known,
-        "rust_frontend": rust,
-    }
 
 
-def _hidden(metric: dict[str, Any], key: Version | None) -> bool:
-    since = metric.get("hidden_since")
-    if not isinstance(since, str) or key is None:
-        return False
-    return (parse_version(since) or ()) <= key
+def table(entry: Mapping[str, Any]) -> Releases:
+    """An engine's table from its derived form: releases oldest first (each with its ordering key), the
+    families known, and the releases of each flavour."""
+    flavours = tuple((name, tuple(map(_release, rs))) for name, rs in entry.get("flavours", {}).items())
+    return Releases(tuple(map(_release, entry["releases"])), frozenset(entry["known"]), flavours)
 
 
 @cache
-def load() -> Releases:
-    data = json.loads(resources.files("exporter.engines").joinpath("data/vllm_releases.json").read_text())
-
-    def table(releases: dict[str, list[str]]) -> tuple[Release, ...]:
-        return tuple(
-            sorted(
-                (Release(v, parse_version(v) or (0,), frozenset(names)) for v, names in releases.items()),
-                key=lambda r: r.key,
-            )
-        )
-
-    rust = table(data["rust_frontend"])
-    return Releases(table(data["releases"]), frozenset(data["known"]), (("rust_frontend", rust),))
+def _derived() -> dict[str, Any]:
+    files = resources.files("exporter.engines")
+    return {k: v for path in DATA for k, v in json.loads(files.joinpath(path).read_text())["engines"].items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    return derived_file_main(
-        argv,
-        description=__doc__.splitlines()[0],
-        source=SOURCE,
-        derived=DERIVED,
-        derive=derive,
-        module="exporter.engines.releases",  # as the user types it: __name__ is "__main__" under python -m
-    )
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+@cache
+def load(engine: str) -> Releases:
+    """The release table of `engine` (KeyError for an engine whose table is not derived: trtllm's is written)."""
+    return table(_derived()[engine])

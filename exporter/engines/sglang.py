@@ -17,8 +17,8 @@ Series appear after the first batch/request (prometheus_client children are crea
 from __future__ import annotations
 
 from exporter.catalogue import engine as m
-from exporter.engines import engine_releases
 from exporter.engines.engine import Engine
+from exporter.engines.releases import load
 
 SOURCES = {
     m.REQUESTS_RUNNING: ("sglang:num_running_reqs",),
@@ -47,7 +47,7 @@ SPEC = Engine(
     prefixes=("sglang:",),
     sources=SOURCES,
     label_renames={"model_name": "model", "dp_rank": "dp_rank"},
-    releases=lambda: engine_releases.load("sglang"),
+    releases=lambda: load("sglang"),
     version_path="/get_server_info",
     activity=("sglang:num_requests_total", "sglang:prompt_tokens_total"),
     notes={

@@ -13,8 +13,8 @@ Every series is registered on first use: a fresh TGI has almost none.
 from __future__ import annotations
 
 from exporter.catalogue import engine as m
-from exporter.engines import engine_releases
 from exporter.engines.engine import Engine
+from exporter.engines.releases import load
 
 SOURCES = {
     m.REQUESTS_RUNNING: ("tgi_batch_current_size",),
@@ -32,7 +32,7 @@ SPEC = Engine(
     prefixes=("tgi_",),
     sources=SOURCES,
     label_renames={},
-    releases=lambda: engine_releases.load("tgi"),
+    releases=lambda: load("tgi"),
     version_path="/info",
     activity=("tgi_request_count", "tgi_request_success"),
     notes={

@@ -6,7 +6,7 @@ import re
 
 from exporter.bundle import docs
 from exporter.catalogue import ALL, MetricType
-from exporter.engines import releases
+from exporter.engines import engine_releases
 
 UNITS = ("seconds", "bytes", "ratio", "celsius", "watts", "joules", "bytes_per_second", "")
 
@@ -40,7 +40,7 @@ def test_metric_docs_match_the_catalogue() -> None:
 
 
 def test_release_table_matches_its_source() -> None:
-    assert releases.main([]) == 0, "run python -m exporter.engines.releases --write"
+    assert engine_releases.main([]) == 0, "run python -m exporter.engines.engine_releases --write"
 
 
 def test_a_deprecated_metric_says_so_in_its_help() -> None:

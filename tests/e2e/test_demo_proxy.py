@@ -44,7 +44,7 @@ def test_proxy_serves_the_engine_then_the_renamed_body() -> None:
         served = get(proxy.url + "/metrics")
         assert served == renamed(BODY, RENAME) != BODY
         result = map_body(
-            served, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, "0.32.0", load(), engine=vllm.SPEC
+            served, {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}, "0.32.0", load("vllm"), engine=vllm.SPEC
         )
         assert [(s.name, src) for s, (src, found) in result.present.items() if not found] == [
             ("llm_kv_cache_usage_ratio", "vllm:kv_cache_usage_perc")

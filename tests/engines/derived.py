@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from exporter.engines.releases import SOURCE
+from exporter.engines.engine_releases import VLLM_SOURCE as SOURCE
 from tests.engines.engine_servers import recorded
 
 OLD_NAMES = {

@@ -21,7 +21,7 @@ HEAD = 'namespace="demo",pod="vllm-0",engine="vllm"'
 
 
 def exposition(body: str, version: str | None = "0.32.0", models: tuple[served.ServedModel, ...] = ()) -> str:
-    mapped = mapping.map_body(body, ID, version, load(), engine=vllm.SPEC)
+    mapped = mapping.map_body(body, ID, version, load("vllm"), engine=vllm.SPEC)
     target = from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm")
     return render(build_families([Outcome(target, mapped, "", 0.0, "vllm", models)]))
 

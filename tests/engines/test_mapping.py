@@ -10,7 +10,8 @@ import pytest
 from exporter.catalogue import engine as m
 from exporter.engines import mapping, vllm
 from exporter.engines.collector import Outcome, build_families
-from exporter.engines.releases import SOURCE, load
+from exporter.engines.engine_releases import VLLM_SOURCE as SOURCE
+from exporter.engines.releases import load
 from exporter.engines.targets import from_url
 from exporter.exposition import render
 from exporter.versions import parse_version
@@ -22,7 +23,7 @@ ID = {"namespace": "demo", "pod": "vllm-0", "engine": "vllm"}
 
 
 def exposition(body: str, version: str | None) -> str:
-    mapped = mapping.map_body(body, ID, version, load(), engine=vllm.SPEC)
+    mapped = mapping.map_body(body, ID, version, load("vllm"), engine=vllm.SPEC)
     return render(
         build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)])
     )
@@ -86,12 +87,12 @@ def test_silent_rename_is_present_0_and_absent_never_0() -> None:
 
 
 def test_version_inferred_without_endpoint_and_newer_release_uses_newest_mapping() -> None:
-    mapped = mapping.map_body(derived.body_0_8_2(), ID, None, load(), engine=vllm.SPEC)
+    mapped = mapping.map_body(derived.body_0_8_2(), ID, None, load("vllm"), engine=vllm.SPEC)
     assert mapped.version_source == "inferred"
     assert mapped.present[m.KV_CACHE_USAGE] == ("vllm:gpu_cache_usage_perc", True)
-    future = mapping.map_body(recorded("0.32.0"), ID, "0.99.1", load(), engine=vllm.SPEC)
+    future = mapping.map_body(recorded("0.32.0"), ID, "0.99.1", load("vllm"), engine=vllm.SPEC)
     assert future.version == "0.99.1" and future.present[m.INTER_TOKEN_LATENCY][1]
-    assert load().at(parse_version("0.99.1") or ()) == load().newest
+    assert load("vllm").at(parse_version("0.99.1") or ()) == load("vllm").newest
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,7 @@ def test_version_inferred_without_endpoint_and_newer_release_uses_newest_mapping
     ],
 )
 def test_renames_land_where_the_history_says(version: str, kv: str, itl: str, prefix: str | None) -> None:
-    expected = mapping.expected_sources(load().at(parse_version(version) or ()), vllm.SPEC)
+    expected = mapping.expected_sources(load("vllm").at(parse_version(version) or ()), vllm.SPEC)
     assert expected[m.KV_CACHE_USAGE] == kv
     assert expected[m.INTER_TOKEN_LATENCY] == itl
     assert expected.get(m.PREFIX_CACHE_HITS) == prefix
@@ -124,7 +125,7 @@ def test_mapping_is_right_for_every_release_in_the_source_table() -> None:
     for version, metrics in source["versions"].items():
         default = {x["name"] for x in metrics if x["enabled_when"] == "always" and not x.get("hidden_since")}
         hidden = {x["name"] for x in metrics if x.get("hidden_since")}
-        expected = mapping.expected_sources(load().at(parse_version(version) or ()), vllm.SPEC)
+        expected = mapping.expected_sources(load("vllm").at(parse_version(version) or ()), vllm.SPEC)
         for spec, candidates in vllm.SPEC.sources.items():
             chosen = expected.get(spec)
             available = [c for c in candidates if c in default and c not in hidden]
@@ -149,7 +150,7 @@ def test_series_cap_drops_whole_series_groups_and_says_so() -> None:
             f'vllm:time_to_first_token_seconds_sum{{engine="0",model_name="{model}"}} 0.5\n'
             f'vllm:time_to_first_token_seconds_count{{engine="0",model_name="{model}"}} 2\n'
         )
-    mapped = mapping.map_body(body, ID, "0.32.0", load(), mapping.Limits(max_series=10), engine=vllm.SPEC)
+    mapped = mapping.map_body(body, ID, "0.32.0", load("vllm"), mapping.Limits(max_series=10), engine=vllm.SPEC)
     text = render(
         build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)])
     )
@@ -177,7 +178,9 @@ def test_over_long_label_values_and_duplicates_are_dropped_nan_is_kept() -> None
         f'vllm:num_requests_waiting{{engine="0",model_name="{long_name}"}} 2\n'
         'vllm:num_requests_waiting{engine="1",model_name="m"} +Inf\n'
     )
-    mapped = mapping.map_body(body, ID, "0.32.0", load(), mapping.Limits(max_label_value_length=32), engine=vllm.SPEC)
+    mapped = mapping.map_body(
+        body, ID, "0.32.0", load("vllm"), mapping.Limits(max_label_value_length=32), engine=vllm.SPEC
+    )
     text = render(
         build_families([Outcome(from_url("http://10.0.0.1:8000", "demo", "vllm-0", "vllm"), mapped, "", 0.0)])
     )
@@ -201,7 +204,9 @@ def test_parse_version_takes_ascii_digits_only(text: str, key: tuple[int, ...] |
 
 def test_an_odd_le_value_is_escaped_not_copied() -> None:
     body = 'vllm:time_to_first_token_seconds_bucket{engine="0",le="a\\"b",model_name="m"} 1\n'
-    mapped = mapping.map_body(body, ID, "²", load(), engine=vllm.SPEC)  # a /version answer that is no version: inferred
+    mapped = mapping.map_body(
+        body, ID, "²", load("vllm"), engine=vllm.SPEC
+    )  # a /version answer that is no version: inferred
     assert mapped.version_source == "inferred"
     (sample,) = mapped.samples[m.TIME_TO_FIRST_TOKEN]
     assert sample[1].endswith(',le="a\\"b"}')
@@ -210,7 +215,7 @@ def test_an_odd_le_value_is_escaped_not_copied() -> None:
 def test_vllm_0_34_0_renames_nothing_and_its_new_families_are_not_expected() -> None:
     """0.34.0 adds request_render_duration_seconds (registered on first render) and two KV-offload tiering
     families (only with the tiering connector): the mapping is 0.33.0's, and none of them is expected."""
-    releases = load()
+    releases = load("vllm")
     new, old = (next(r for r in releases.releases if r.version == v) for v in ("0.34.0", "0.33.0"))
     assert mapping.expected_sources(new, vllm.SPEC) == mapping.expected_sources(old, vllm.SPEC)
     added = {
@@ -237,7 +242,7 @@ def test_golden_0_34_0_rust_frontend() -> None:
 def test_the_rust_frontend_is_told_by_its_body_and_has_its_own_families() -> None:
     assert vllm.frontend(derived.body_rust_frontend("0.34.0")) == vllm.RUST_FRONTEND
     assert vllm.frontend(recorded("0.32.0")) is None  # the Python frontend's text format
-    releases = load()
+    releases = load("vllm")
     python = next(r for r in releases.releases if r.version == "0.34.0")
     rust = releases.flavoured(vllm.RUST_FRONTEND, python)
     assert rust.version == "0.34.0" and rust is not python

@@ -25,7 +25,7 @@ from exporter.exposition import escape_label_value, render_labels
 # Sized for the whole of tests/fuzz to run in well under 30 s on a slow 2-core machine; fuzz/ runs longer.
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 PREFIX = "vllm:"
-RELEASES = releases.load()
+RELEASES = releases.load("vllm")
 IDENTITY = {"namespace": "n", "pod": "p", "engine": "vllm"}
 WANTED = mapping.wanted_samples(vllm.SPEC)
 
