@@ -5,11 +5,12 @@ at the repository root, read from every release's sdist): per family the first r
 that exposes it by default, the release that hid it (behind `--show-hidden-metrics-for-version`) and the
 first release without it; plus the successor that vLLM's own HELP text names ("DEPRECATED: Use X instead").
 Regenerate with `python -m exporter.check.history --write`; a test fails on drift.
-Engines plug in through `engines()`: one `EngineHistory` per engine the registry knows; vLLM's from this
-fuller table (hidden releases, HELP-named successors), the others' from `exporter.engines.history`; llm-d's
-endpoint picker from its producer table (`exporter.engines.engine_releases.producer`): per router release its
-families, the renames its help texts declare (written side by side from the release that adds the successor)
-and the label one of them swapped (`scheduler_attempts_total`: pod_name → endpoint_name).
+Every engine the registry knows gets its `EngineHistory` by one rule (`engines()`): the names its per-name
+history knows (vLLM's, from this table: hidden releases, HELP-named successors), then the source families
+that only its release table places (`exporter.engines.history`). llm-d's endpoint picker comes from its
+producer table (`exporter.engines.engine_releases.producer`): per router release its families, the renames
+its help texts declare (written side by side from the release that adds the successor) and the label one of
+them swapped (`scheduler_attempts_total`: pod_name → endpoint_name).
 """
 
 from __future__ import annotations
@@ -22,14 +23,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from exporter.catalogue.engine import CAPACITY
 from exporter.catalogue.spec import family_name
 from exporter.check.tables import EPP_PREFIXES
 from exporter.derived import derived_file_main
-from exporter.engines import registry, vllm
+from exporter.engines import registry
 from exporter.engines.engine import Engine
 from exporter.engines.engine_releases import producer
 from exporter.engines.history import engine_history
-from exporter.engines.releases import Releases, load
+from exporter.engines.releases import Releases
 from exporter.versions import parse_version
 
 SOURCE = Path(__file__).resolve().parents[2] / "data" / "vllm_metrics_by_version.json"
@@ -87,20 +89,16 @@ def derive(source: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def engines() -> tuple[EngineHistory, ...]:
-    """Every engine whose names the diagnosis knows. New engines add their table here."""
+    """Every engine the registry knows, each by one rule, then llm-d's endpoint picker."""
+    return (*(_from_registry(e) for e in registry.ENGINES.values()), _from_producer("llmd_epp", EPP_PREFIXES))
+
+
+@cache
+def _named() -> dict[str, dict[str, Any]]:
+    """Engine → its per-name history, where one is derived (vLLM's: only its source records every family's
+    help text and hidden releases)."""
     data = json.loads(resources.files("exporter.check").joinpath("data/vllm_history.json").read_text())
-    stable = {source: (spec.name, sources[0]) for spec, sources in vllm.SOURCES.items() for source in sources}
-    names = {}
-    for name, e in data["names"].items():
-        canonical, newest = stable.get(name, (None, None))
-        successor = (newest if newest != name else None) or _family(e.get("successor"), data["names"])
-        names[name] = NameHistory(
-            name, e["first"], e["last"], e["removed_in"], e.get("hidden_since"), successor, canonical
-        )
-    sources = frozenset(s for ss in vllm.SOURCES.values() for s in ss)
-    others = tuple(_from_registry(e) for name, e in registry.ENGINES.items() if name != vllm.ENGINE)
-    vllm_history = EngineHistory(vllm.ENGINE, vllm.FAMILY_PREFIX, load("vllm"), names, sources)
-    return (vllm_history, *others, _from_producer("llmd_epp", EPP_PREFIXES))
+    return {"vllm": data["names"]}
 
 
 def _from_producer(name: str, prefixes: tuple[str, ...]) -> EngineHistory:
@@ -137,11 +135,27 @@ def _from_producer(name: str, prefixes: tuple[str, ...]) -> EngineHistory:
 
 
 def _from_registry(engine: Engine) -> EngineHistory:
-    """An engine's history from its release table: renames of the families behind each canonical metric."""
-    names = {
-        h.family: NameHistory(h.family, h.introduced or "", "", h.removed, None, h.successor, h.canonical)
-        for h in engine_history(engine)
+    """An engine's history: every family its per-name history knows (first and last release, hidden, the
+    successor its help text names), then the families behind each canonical metric that only its release
+    table places (renames of the sources, newest first). A source family's successor is the canonical
+    metric's newest source."""
+    stable = {
+        source: (spec.name, sources[0])
+        for spec, sources in engine.sources.items()
+        if spec not in CAPACITY
+        for source in sources
     }
+    known = _named().get(engine.name, {})
+    names = {}
+    for name, e in known.items():
+        canonical, newest = stable.get(name, (None, None))
+        successor = (newest if newest != name else None) or _family(e.get("successor"), known)
+        names[name] = NameHistory(
+            name, e["first"], e["last"], e["removed_in"], e.get("hidden_since"), successor, canonical
+        )
+    for h in engine_history(engine):
+        if h.family not in names:
+            names[h.family] = NameHistory(h.family, h.introduced or "", "", h.removed, None, h.successor, h.canonical)
     return EngineHistory(engine.name, engine.family_prefix, engine.releases(), names, engine.source_families())
 
 
