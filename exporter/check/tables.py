@@ -145,7 +145,7 @@ def _engine(versions: Sequence[str], metrics_of: Mapping[str, Sequence[Mapping[s
 def derive(vllm_source: Mapping[str, Any], engine_source: Mapping[str, Any]) -> dict[str, Any]:
     versions = sorted(vllm_source["versions"], key=lambda v: parse_version(v) or (0,))
     engines = {"vllm": _engine(versions, vllm_source["versions"], _vllm_when)}
-    for ours, key in engine_releases.ENGINES.items():
+    for ours, key in engine_releases.derived_engines().items():
         table = engine_source[key]
         named = {engine_releases.release_name(ours, k): v for k, v in table.items()}
         order = sorted(enumerate(named), key=lambda p: engine_releases._key(ours, p[0], p[1]))

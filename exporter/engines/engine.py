@@ -56,6 +56,13 @@ class Engine:
     # sample is 0 they are absent, since an unused flag would otherwise read as zero work done
     counted_with_flag: frozenset[MetricSpec] = frozenset()
     derived: Mapping[MetricSpec, Derive] = field(default_factory=dict)
+    # its entry in `data/engine_metrics_by_version.json`, from which `engine_releases` derives its release table;
+    # None where the table comes from elsewhere (vLLM's own source table, trtllm's written one)
+    release_source: str | None = None
+    # the release one of those entries is, where the key is no version (llama.cpp's "llama-cpp-python 0.3.5
+    # (llama.cpp 26a8406ba)"): (our name for it, the commit it vendors, or None); such releases keep the
+    # source's order and are placed by the commit's build number. None: the key is the version
+    named_in_source: Callable[[str], tuple[str, str | None]] | None = None
     # probe for the context limit and the checkpoint served, re-read with the version: an OpenAI `/v1/models`
     # (`max_model_len`, `root` per model id), or None
     models_path: str | None = None

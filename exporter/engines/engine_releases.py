@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -36,20 +36,26 @@ DERIVED = Path(__file__).resolve().parent / "data" / "engine_releases.json"
 VLLM_SOURCE = SOURCE.parent / "vllm_metrics_by_version.json"
 VLLM_DERIVED = DERIVED.parent / "vllm_releases.json"
 BUILDS = SOURCE.parent / "llamacpp_builds.json"
-ENGINES = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp", "lmdeploy": "lmdeploy"}  # ours → source key
 _POST = re.compile(r"\.post(\d+)$")
-_LLAMACPP = re.compile(r"llama-cpp-python (\S+) \(llama\.cpp (\S+)\)")
+
+
+def _naming(engine: str) -> Callable[[str], tuple[str, str | None]] | None:
+    """How `engine` names the releases of its source entries (`Engine.named_in_source`), or None."""
+    from exporter.engines import registry  # the engines' modules load their tables from here
+
+    return registry.get(engine).named_in_source
+
+
+def _named(engine: str, key: str) -> tuple[str, str | None] | None:
+    """(release name, commit) of a source entry of an engine that names its releases otherwise, else None."""
+    hook = _naming(engine)
+    return hook(key) if hook is not None else None
 
 
 def release_name(engine: str, key: str) -> str:
-    """The release's name as we label it. llama.cpp has no semver: the vendored commit (or the sdist's version)."""
-    if engine != "llamacpp":
-        return key
-    match = _LLAMACPP.match(key)
-    if match is None:
-        return key
-    sdist, commit = match.groups()
-    return commit[:9] if commit != "commit" else f"lcp-{sdist}"
+    """The release's name as we label it: the source's key, or what the engine's module reads in it."""
+    named = _named(engine, key)
+    return named[0] if named is not None else key
 
 
 def _builds() -> dict[str, int]:
@@ -57,12 +63,11 @@ def _builds() -> dict[str, int]:
     return {commit: entry["build"] for commit, entry in json.loads(BUILDS.read_text())["builds"].items()}
 
 
-def _build_of(key: str, builds: dict[str, int]) -> int | None:
-    match = _LLAMACPP.match(key)
-    if match is None:
+def _build_of(commit: str | None, builds: dict[str, int]) -> int | None:
+    """The build number of the one commit `commit` (9 hex digits or more) abbreviates, else None."""
+    if commit is None or len(commit) < 9:
         return None
-    commit = match.group(2)
-    found = [b for full, b in builds.items() if full.startswith(commit) and len(commit) >= 9]
+    found = [b for full, b in builds.items() if full.startswith(commit)]
     return found[0] if len(found) == 1 else None
 
 
@@ -165,10 +170,17 @@ def derive_vllm(source: dict[str, Any]) -> dict[str, Any]:
     return {"source": "data/vllm_metrics_by_version.json", "engines": {"vllm": table}}
 
 
+def derived_engines() -> dict[str, str]:
+    """Each engine whose table is derived from `SOURCE` → its entry there (`Engine.release_source`)."""
+    from exporter.engines import registry  # the engines' modules load their tables from here
+
+    return {e.name: e.release_source for e in registry.ENGINES.values() if e.release_source is not None}
+
+
 def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict[str, Any]:
     builds = _builds() if builds is None else builds
     engines: dict[str, Any] = {}
-    for ours, key in ENGINES.items():
+    for ours, key in derived_engines().items():
         releases = []
         known: set[str] = set()
         for index, (version, metrics) in enumerate(source[key].items()):
@@ -181,7 +193,8 @@ def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict
                 "summaries": sorted({m["name"] for m in default if m["type"] == "summary"}),
                 "key": list(_key(ours, index, release_name(ours, version))),
             }
-            if ours == "llamacpp" and (build := _build_of(version, builds)) is not None:
+            named = _named(ours, version)
+            if named is not None and (build := _build_of(named[1], builds)) is not None:
                 release["build"] = build
             releases.append(release)
         engines[ours] = {"releases": sorted(releases, key=lambda r: r["key"]), "known": sorted(known)}
@@ -198,8 +211,8 @@ def derive(source: dict[str, Any], builds: dict[str, int] | None = None) -> dict
 
 
 def _key(engine: str, index: int, version: str) -> tuple[int, ...]:
-    # llama.cpp releases are commits: their order in the source is their order
-    if engine == "llamacpp":
+    # releases named by commit (llama.cpp's): their order in the source is their order
+    if _naming(engine) is not None:
         return (index,)
     key = parse_version(version) or (0,)
     post = _POST.search(version)  # SGLang's 0.4.3.post3 changed names: a post release is a release

@@ -40,6 +40,20 @@ def build_info(text: str) -> tuple[str, int] | None:
     return (f"b{match.group(1)}", int(match.group(1))) if match else None
 
 
+_VENDORED = re.compile(r"llama-cpp-python (\S+) \(llama\.cpp (\S+)\)")
+
+
+def vendored(key: str) -> tuple[str, str | None]:
+    """A release table entry's name and commit: its sources are those vendored in llama-cpp-python sdists, and
+    llama.cpp has no semver, so a release is named by the vendored commit (or by the sdist where it is not
+    recorded: "lcp-0.2.90")."""
+    match = _VENDORED.match(key)
+    if match is None:
+        return key, None
+    sdist, commit = match.groups()
+    return (commit[:9], commit) if commit != "commit" else (f"lcp-{sdist}", None)
+
+
 def props_context(answer: object) -> tuple[ServedModel, ...]:
     """The context one request may use, from `/props`: `default_generation_settings.n_ctx`, the context of one
     slot (`-c` divided by `-np`); () when the answer does not say. llama.cpp labels no model."""
@@ -57,6 +71,8 @@ SPEC = Engine(
     sources=SOURCES,
     label_renames={},
     releases=lambda: load("llamacpp"),
+    release_source="llamacpp",
+    named_in_source=vendored,
     version_path="/props",
     version_field="build_info",
     metrics_disabled_status=501,  # started without --metrics

@@ -37,6 +37,7 @@ SPEC = Engine(
     sources=SOURCES,
     label_renames={"model_name": "model", "engine": "dp_rank"},
     releases=lambda: load("lmdeploy"),
+    release_source="lmdeploy",
     version_path=None,
     activity=("lmdeploy:prompt_tokens_total", "lmdeploy:request_success_total"),
     notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds averages each engine output over its tokens"},

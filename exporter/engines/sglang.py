@@ -48,6 +48,7 @@ SPEC = Engine(
     sources=SOURCES,
     label_renames={"model_name": "model", "dp_rank": "dp_rank"},
     releases=lambda: load("sglang"),
+    release_source="sglang",
     version_path="/get_server_info",
     activity=("sglang:num_requests_total", "sglang:prompt_tokens_total"),
     notes={

@@ -33,6 +33,7 @@ SPEC = Engine(
     sources=SOURCES,
     label_renames={},
     releases=lambda: load("tgi"),
+    release_source="tgi",
     version_path="/info",
     activity=("tgi_request_count", "tgi_request_success"),
     notes={
