@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from exporter.catalogue.engine import CAPACITY
 from exporter.catalogue.spec import MetricSpec
-from exporter.engines.releases import Releases
+from exporter.engines.releases import Releases, load
 from exporter.engines.served import ServedModel
 
 Labels = tuple[tuple[str, str], ...]
@@ -27,7 +27,6 @@ class Engine:
     prefixes: tuple[str, ...]  # family prefixes that identify the engine in a body
     sources: Mapping[MetricSpec, tuple[str, ...]]  # canonical metric → same-meaning families, newest first
     label_renames: Mapping[str, str]  # source label → ours (`model`, `dp_rank`)
-    releases: Callable[[], Releases]  # the per-release table (cached by its loader)
     version_path: str | None  # where the engine says its version; None: inferred from the names present
     version_field: str = "version"  # the JSON field of that answer
     metrics_path: str = "/metrics"  # where it serves the Prometheus text format, below the target's base URL
@@ -59,6 +58,8 @@ class Engine:
     # its entry in `data/engine_metrics_by_version.json`, from which `engine_releases` derives its release table;
     # None where the table comes from elsewhere (vLLM's own source table, trtllm's written one)
     release_source: str | None = None
+    # its release table where it is written rather than derived (trtllm's); None: the derived one (`releases.load`)
+    written_releases: Callable[[], Releases] | None = None
     # the release one of those entries is, where the key is no version (llama.cpp's "llama-cpp-python 0.3.5
     # (llama.cpp 26a8406ba)"): (our name for it, the commit it vendors, or None); such releases keep the
     # source's order and are placed by the commit's build number. None: the key is the version
@@ -68,6 +69,10 @@ class Engine:
     models_path: str | None = None
     # the same from the version answer itself (llama.cpp's /props: the context per slot), or None
     served_in_version: Callable[[object], tuple[ServedModel, ...]] | None = None
+
+    def releases(self) -> Releases:
+        """The per-release table (cached by its loader)."""
+        return self.written_releases() if self.written_releases is not None else load(self.name)
 
     def version_in(self, answer: object) -> str | None:
         """The version its version endpoint's JSON `answer` states (`version_field`), or None."""

@@ -19,7 +19,6 @@ import re
 
 from exporter.catalogue import engine as m
 from exporter.engines.engine import Engine
-from exporter.engines.releases import load
 from exporter.engines.served import ServedModel
 
 SOURCES = {
@@ -70,7 +69,6 @@ SPEC = Engine(
     prefixes=("llamacpp:",),
     sources=SOURCES,
     label_renames={},
-    releases=lambda: load("llamacpp"),
     release_source="llamacpp",
     named_in_source=vendored,
     version_path="/props",

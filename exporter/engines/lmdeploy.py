@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from exporter.catalogue import engine as m
 from exporter.engines.engine import Engine
-from exporter.engines.releases import load
 
 SOURCES = {
     m.REQUESTS_RUNNING: ("lmdeploy:num_requests_running",),
@@ -36,7 +35,6 @@ SPEC = Engine(
     prefixes=("lmdeploy:",),
     sources=SOURCES,
     label_renames={"model_name": "model", "engine": "dp_rank"},
-    releases=lambda: load("lmdeploy"),
     release_source="lmdeploy",
     version_path=None,
     activity=("lmdeploy:prompt_tokens_total", "lmdeploy:request_success_total"),

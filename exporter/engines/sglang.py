@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from exporter.catalogue import engine as m
 from exporter.engines.engine import Engine
-from exporter.engines.releases import load
 
 SOURCES = {
     m.REQUESTS_RUNNING: ("sglang:num_running_reqs",),
@@ -47,7 +46,6 @@ SPEC = Engine(
     prefixes=("sglang:",),
     sources=SOURCES,
     label_renames={"model_name": "model", "dp_rank": "dp_rank"},
-    releases=lambda: load("sglang"),
     release_source="sglang",
     version_path="/get_server_info",
     activity=("sglang:num_requests_total", "sglang:prompt_tokens_total"),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from exporter.catalogue import engine as m
 from exporter.engines.engine import Engine
-from exporter.engines.releases import load
 
 SOURCES = {
     m.REQUESTS_RUNNING: ("tgi_batch_current_size",),
@@ -32,7 +31,6 @@ SPEC = Engine(
     prefixes=("tgi_",),
     sources=SOURCES,
     label_renames={},
-    releases=lambda: load("tgi"),
     release_source="tgi",
     version_path="/info",
     activity=("tgi_request_count", "tgi_request_success"),

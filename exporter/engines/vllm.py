@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from exporter.catalogue import engine as m
 from exporter.catalogue.spec import MetricSpec
 from exporter.engines.engine import Engine, Labels
-from exporter.engines.releases import load
 
 ENGINE = "vllm"
 FAMILY_PREFIX = "vllm:"
@@ -117,7 +116,6 @@ SPEC = Engine(
     prefixes=(FAMILY_PREFIX,),
     sources={**SOURCES, **CAPACITY_SOURCES},
     label_renames=LABEL_RENAMES,
-    releases=lambda: load(ENGINE),
     version_path="/version",
     lazy_series=False,  # vLLM registers its families at start-up
     flavour=frontend,
