@@ -43,7 +43,8 @@ def _naming(engine: str) -> Callable[[str], tuple[str, str | None]] | None:
     """How `engine` names the releases of its source entries (`Engine.named_in_source`), or None."""
     from exporter.engines import registry  # the engines' modules load their tables from here
 
-    return registry.get(engine).named_in_source
+    known = registry.ENGINES.get(engine)  # a producer (llmd_epp) names its releases by version
+    return known.named_in_source if known is not None else None
 
 
 def _named(engine: str, key: str) -> tuple[str, str | None] | None:
