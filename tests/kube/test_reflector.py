@@ -22,7 +22,7 @@ from tests.fakes.kube_api import FakeKubeAPI
 from tests.kube.objects import node, pod
 from tests.kube.waiting import eventually
 
-FAST = {"watch_timeout_seconds": 2.0, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 0.2}
+FAST: dict[str, Any] = {"watch_timeout_seconds": 2.0, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 0.2}
 
 
 def gpus_of(obj: dict[str, Any]) -> int | None:
