@@ -12,7 +12,7 @@ from typing import Any
 from exporter.audit import inventory, model
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
-from exporter.sources.kube import Reflector, Reflectors
+from exporter.sources.kube import Mirror, Reflector, Reflectors
 
 # resource -> (apiVersion, kind, optional: a CRD that may be absent or a grant that may be missing)
 RESOURCES: dict[str, tuple[str, str, bool]] = {
@@ -91,7 +91,7 @@ def reflectors(api: Any, namespace: str | None = None, keep: Recognition | None 
     )
 
 
-def collect(views: Mapping[str, Reflector[dict[str, Any]]]) -> Inventory:
+def collect(views: Mapping[str, Mirror[dict[str, Any]]]) -> Inventory:
     """The inventory of the reflectors' current views; nodes stay unseen (None) when they are not granted."""
     inv = Inventory()
     for reflector in views.values():
@@ -104,7 +104,7 @@ def collect(views: Mapping[str, Reflector[dict[str, Any]]]) -> Inventory:
     return inv
 
 
-def unavailable(views: Mapping[str, Reflector[dict[str, Any]]]) -> list[str]:
+def unavailable(views: Mapping[str, Mirror[dict[str, Any]]]) -> list[str]:
     """The optional resources that are not served or not granted (their checks see nothing of them)."""
     return [name for name, r in views.items() if r.synced() and not r.available()]
 

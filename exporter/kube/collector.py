@@ -2,15 +2,16 @@
 the view.
 
 The view is recomputed at a scrape only when a watch event changed something since the last one, and
-the families are cached in between. `ready()` turns true after the first full list of every resource;
-until then `collect()` raises `CollectorUnavailable` (the API server may be down at start), so
+the families are cached in between. The pods are a view of the cluster role's one pod watch
+(`exporter.kube.pods`), which the engine-pod collectors read too. `ready()` turns true after the first
+full list of every resource; until then `collect()` raises `CollectorUnavailable` (the API server may
+be down at start), so
 `llm_exporter_collector_success{collector="cluster"}` says so. `llm_kubernetes_last_sync_timestamp_seconds`
 is the oldest confirmation among the watched resources: it stops advancing while the API server is away.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,19 +21,22 @@ from exporter.exposition import Family
 from exporter.kube import render, transform
 from exporter.kube.deviceclass import DeviceClassRecord, class_record, resource_of
 from exporter.kube.placement import PodIndexCache
+from exporter.kube.pods import UNFINISHED_PODS, pod_watch
+from exporter.kube.records import PodRecord
 from exporter.kube.view import compute
-from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
+from exporter.sources.kube import KubeConfigError, Mirror, Reflector, Reflectors, connect
+from exporter.watched import Recomputed, Watching
 
 # finished pods hold nothing: let the API server filter them (a pod that finishes arrives as DELETED)
-POD_FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+POD_FIELD_SELECTOR = UNFINISHED_PODS
 
 
-class ClusterCollector:
+class ClusterCollector(Watching):
     name = "cluster"
 
     def __init__(
         self,
-        make_reflectors: Callable[[Callable[[], None]], Mapping[str, Reflector[Any]]],
+        make_reflectors: Callable[[Callable[[], None]], Mapping[str, Mirror[Any]]],
         *,
         max_pending_pods: int,
         class_to_resource: Callable[[str], str | None] | None = None,
@@ -40,56 +44,42 @@ class ClusterCollector:
         """`make_reflectors(on_event)`: nodes, pods and optionally resourceslices, resourceclaims."""
         self._max_pending = max_pending_pods
         self._class_to_resource = class_to_resource
-        self._lock = threading.Lock()
-        self._dirty = True
-        self._cached: list[Family] = []
         self._index = PodIndexCache()  # the bound pods' index, moved along with the changes between views
+        self._families = Recomputed(self._compute)
         self._reflectors = Reflectors(make_reflectors(self.mark_dirty))
 
     def mark_dirty(self) -> None:
         """The reflectors' on_event: called from their threads, so only a flag."""
-        self._dirty = True
-
-    def start(self) -> None:
-        self._reflectors.start()
-
-    def close(self) -> None:
-        self._reflectors.stop()
-
-    def ready(self) -> bool:
-        return self._reflectors.synced()
+        self._families.mark_dirty()
 
     def collect(self) -> Iterable[Family]:
-        waiting = self._reflectors.waiting()
-        if waiting:
-            raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
-        with self._lock:  # concurrent scrapes: one recompute
-            if self._dirty:
-                self._dirty = False  # before the snapshot: a change during it marks dirty again
-                items = {name: r.items() for name, r in self._reflectors.items()}
-                classes: dict[str, DeviceClassRecord] = items.get("deviceclasses") or {}
-                fallback = self._class_to_resource
-
-                def to_resource(device_class: str) -> str | None:
-                    if device_class not in classes and fallback is not None:
-                        return fallback(device_class)
-                    return resource_of(device_class, classes)
-
-                view = compute(
-                    items["nodes"],
-                    items["pods"],
-                    items.get("resourceslices"),
-                    items.get("resourceclaims"),
-                    to_resource,
-                    classes,
-                    self._index,
-                )
-                self._cached = render.view_families(view, self._max_pending) + render.class_families(classes)
-            cached = self._cached
+        self.wait_for_first_lists()
+        cached = self._families.get()  # concurrent scrapes: one recompute
         stats = {name: r.stats() for name, r in self._reflectors.items()}
         stamps = [r.last_sync_timestamp() for r in self._reflectors.values()]
         oldest = min((s for s in stamps if s is not None), default=None)
         return [*cached, *render.sync_families(stats, oldest)]
+
+    def _compute(self) -> list[Family]:
+        items = {name: r.items() for name, r in self._reflectors.items()}
+        classes: dict[str, DeviceClassRecord] = items.get("deviceclasses") or {}
+        fallback = self._class_to_resource
+
+        def to_resource(device_class: str) -> str | None:
+            if device_class not in classes and fallback is not None:
+                return fallback(device_class)
+            return resource_of(device_class, classes)
+
+        view = compute(
+            items["nodes"],
+            items["pods"],
+            items.get("resourceslices"),
+            items.get("resourceclaims"),
+            to_resource,
+            classes,
+            self._index,
+        )
+        return render.view_families(view, self._max_pending) + render.class_families(classes)
 
 
 class _Unconfigured:
@@ -107,16 +97,19 @@ class _Unconfigured:
         raise CollectorUnavailable(self._reason)
 
 
-def reflectors(api: Any, config: Cluster, on_event: Callable[[], None], **options: Any) -> dict[str, Reflector[Any]]:
-    common: dict[str, Any] = {
-        "on_event": on_event,
-        "page_size": config.page_size,
-        "resync_seconds": config.resync_seconds,
-        **options,
-    }
+def _pod_record(obj: dict[str, Any]) -> PodRecord | None:
+    return transform.pod_record(obj)
+
+
+def reflectors(api: Any, config: Cluster, on_event: Callable[[], None], **options: Any) -> dict[str, Mirror[Any]]:
+    """The cluster view's reflectors; the pods are a view of the role's one pod watch (`pod_watch`)."""
+    tuning: dict[str, Any] = {"page_size": config.page_size, "resync_seconds": config.resync_seconds, **options}
+    common: dict[str, Any] = {"on_event": on_event, **tuning}
+    pods = pod_watch(api, **tuning).view(_pod_record)
+    pods.listen(on_event)
     return {
         "nodes": Reflector(api, "nodes", transform=transform.node_record, **common),
-        "pods": Reflector(api, "pods", transform=transform.pod_record, field_selector=POD_FIELD_SELECTOR, **common),
+        "pods": pods,
         "resourceslices": Reflector(api, "resourceslices", transform=transform.slice_record, optional=True, **common),
         "resourceclaims": Reflector(api, "resourceclaims", transform=transform.claim_record, optional=True, **common),
         # a claim names a device class; the view counts the devices its selectors select (deviceclass.py)

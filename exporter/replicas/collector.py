@@ -14,21 +14,22 @@ from collections.abc import Callable, Iterable, Sequence
 
 from exporter.catalogue import engine as engine_spec
 from exporter.catalogue import replicas as spec
-from exporter.collect import CollectorUnavailable
 from exporter.engines.collector import Outcome
 from exporter.engines.discovery import PodRecord
 from exporter.exposition import Family, render_labels
 from exporter.replicas import autoscalers, first_token, startup
-from exporter.sources.kube import Reflector, Reflectors
+from exporter.sources.kube import Mirror, Reflectors
+from exporter.watched import Watching
 
 
-class ReplicasCollector:
+class ReplicasCollector(Watching):
     name = "replicas"
+    required = ("pods",)  # the HPAs are optional (a grant missing after an upgrade): never wait on them
 
     def __init__(
         self,
-        reflector: Reflector[startup.PodStart],
-        hpas: Reflector[autoscalers.Autoscaler] | None = None,
+        reflector: Mirror[startup.PodStart],
+        hpas: Mirror[autoscalers.Autoscaler] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._pods = reflector
@@ -41,25 +42,15 @@ class ReplicasCollector:
         self._engine_workloads: set[tuple[str, str]] = set()
         self._lock = threading.Lock()  # concurrent scrapes update the tracker one at a time
 
-    def start(self) -> None:
-        self._reflectors.start()
-
-    def close(self) -> None:
-        self._reflectors.stop()
-
-    def ready(self) -> bool:
-        return self._pods.synced()
-
     def startup_histograms(self) -> dict[tuple[str, str, str], startup.Histogram]:
         """A copy of the start-up histograms by (namespace, workload, phase): the audit's measured cold starts."""
         with self._lock:
             return {k: startup.Histogram(list(h.buckets), h.sum, h.count) for k, h in self._tracker.histograms.items()}
 
     def collect(self) -> Iterable[Family]:
-        if not self._pods.synced():
-            raise CollectorUnavailable("waiting for the first full list of pods")
-        pods = list(self._pods.items().values())
-        hpas = list(self._hpas.items().values()) if self._hpas is not None else []
+        self.wait_for_first_lists()
+        pods = self._pods.values()
+        hpas = self._hpas.values() if self._hpas is not None else []
         with self._lock:
             self._tracker.update(pods)
             histograms = dict(self._tracker.histograms)

@@ -2,8 +2,9 @@
 
 Ingresses, HTTPRoutes and Services are optional (the Gateway API CRDs may not be installed, RBAC may not
 grant them after an upgrade): a 403 or 404 counts as none, so routes never hold back the cluster view.
-The engine pods ("pods") come from the engine-pod watch it shares with the replicas collector
-(`exporter.replicas.engine_pods`).
+The engine pods ("pods") come from the engine-pod view it shares with the replicas collector
+(`exporter.replicas.engine_pods`). The families are computed again only after a watch event changed one
+of the records they are made of, and served from that result at every scrape.
 """
 
 from __future__ import annotations
@@ -12,18 +13,18 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from exporter.catalogue import routes as spec
-from exporter.collect import CollectorUnavailable
 from exporter.config import Routes
 from exporter.exposition import Family
 from exporter.routes import model
-from exporter.sources.kube import Reflector, Reflectors
+from exporter.sources.kube import Mirror, Reflector, Reflectors
+from exporter.watched import Recomputed, Watching
 
 
 def _none_if_zero(seconds: float) -> float | None:
     return seconds or None
 
 
-def make_reflectors(api: Any, config: Routes) -> dict[str, Reflector[Any]]:
+def make_reflectors(api: Any, config: Routes) -> dict[str, Mirror[Any]]:
     """The route objects' reflectors; the engine pods ("pods") come from the shared engine-pod watch."""
     ingress_default = _none_if_zero(config.ingress_default_timeout_seconds)
     route_default = _none_if_zero(config.httproute_default_timeout_seconds)
@@ -45,26 +46,20 @@ def make_reflectors(api: Any, config: Routes) -> dict[str, Reflector[Any]]:
     }
 
 
-class RoutesCollector:
+class RoutesCollector(Watching):
     name = "routes"
 
-    def __init__(self, reflectors: Mapping[str, Reflector[Any]]) -> None:
+    def __init__(self, reflectors: Mapping[str, Mirror[Any]]) -> None:
         self._reflectors = Reflectors(reflectors)
-
-    def start(self) -> None:
-        self._reflectors.start()
-
-    def close(self) -> None:
-        self._reflectors.stop()
-
-    def ready(self) -> bool:
-        return self._reflectors.synced()
+        self._families = Recomputed(self._compute)
+        self.listen_all(self._families.mark_dirty)
 
     def collect(self) -> Iterable[Family]:
-        waiting = self._reflectors.waiting()
-        if waiting:
-            raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
-        items = {name: r.items().values() for name, r in self._reflectors.items()}
+        self.wait_for_first_lists()
+        return self._families.get()
+
+    def _compute(self) -> list[Family]:
+        items = {name: r.values() for name, r in self._reflectors.items()}
         engines = model.engine_services(items["services"], items["pods"])
         routes = [*items["ingresses"], *items["httproutes"], *items.get("routes", ())]
         return families(model.engine_route_timeouts(routes, engines), model.engine_routes(routes, engines))

@@ -170,17 +170,19 @@ def _rule_timeout(timeouts: Mapping[str, Any], default_timeout: float | None) ->
     return default_timeout, "default"
 
 
-def _selects(service: Service, pod: EnginePod) -> bool:
-    if not service.selector or service.namespace != pod.namespace:
-        return False
-    labels = dict(pod.labels)
-    return all(labels.get(k) == v for k, v in service.selector)
-
-
 def engine_services(services: Iterable[Service], pods: Iterable[EnginePod]) -> set[tuple[str, str]]:
-    """(namespace, name) of every Service that selects at least one engine pod."""
-    pod_list = list(pods)
-    return {(s.namespace, s.name) for s in services if any(_selects(s, p) for p in pod_list)}
+    """(namespace, name) of every Service that selects at least one engine pod.
+
+    The pods' label sets are taken once per namespace (the replicas of a workload share theirs), so the
+    cost grows with Services times distinct label sets, not times pods."""
+    labels: dict[str, list[dict[str, str]]] = {}
+    for namespace, pod_labels in {(p.namespace, p.labels) for p in pods}:
+        labels.setdefault(namespace, []).append(dict(pod_labels))
+    return {
+        (s.namespace, s.name)
+        for s in services
+        if s.selector and any(all(ls.get(k) == v for k, v in s.selector) for ls in labels.get(s.namespace, ()))
+    }
 
 
 def engine_route_timeouts(routes: Iterable[Route], engines: set[tuple[str, str]]) -> list[RouteTimeout]:

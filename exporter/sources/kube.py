@@ -11,6 +11,12 @@
     pods.stats()                       # ReflectorStats: objects, relists, watch_restarts, errors
     pods.stop()
 
+One watch, several readers: `view = pods.view(transform)` (before `start()`) keeps its own records of the
+same list+watch (decoded once), and calls its listeners (`view.listen(callback)`) only when its own records
+changed. `shared(api, "pods", field_selector=...)` hands every collector built against the same API server
+and identity the same not-yet-started reflector, so that the cluster role lists and watches each resource
+once; a view's `start()`/`stop()` start the reflector with the first reader and stop it with the last.
+
 Resources: `nodes`, `pods`, `resourceslices`, `resourceclaims`, `deviceclasses` (the last three from
 `resource.k8s.io/v1`); `namespace=` narrows the namespaced ones.
 
@@ -18,7 +24,8 @@ Resources: `nodes`, `pods`, `resourceslices`, `resourceclaims`, `deviceclasses` 
 is kept (None: not kept, and a kept object whose update transforms to None is dropped). Keeping a few
 fields per object instead of the client's models is what lets the cluster role hold 150,000 pods in
 little memory. `on_event()` is called, from the reflector's thread, after every change of the stored view
-(a completed list, each watch event); keep it cheap (set a flag).
+(a completed list, each watch event that changed a record: an event for an object that is not kept, or
+whose record compares equal, changes nothing); keep it cheap (set a flag).
 
 How it survives real API servers:
 - lists are paginated (`limit`/`continue`); an expired continue token (410) restarts the list;
@@ -43,9 +50,9 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import urllib3
 from kubernetes import client
@@ -57,6 +64,7 @@ log = logging.getLogger(__name__)
 config: Any = _config  # the config loaders carry no type hints
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 # resource -> (API class, cluster-wide list method, namespaced list method or None)
 _LISTERS: dict[str, tuple[str, str, str | None]] = {
@@ -200,7 +208,9 @@ class Reflector(Generic[T]):
             self._base_kwargs["label_selector"] = label_selector
         self.resource = resource
         self._transform = transform
-        self._on_event = on_event or (lambda: None)
+        self._listeners: list[Callable[[], None]] = [on_event] if on_event is not None else []
+        self._views: list[ReflectorView[Any]] = []
+        self._users = 0  # views started and not yet stopped
         self._page_size = page_size
         self._optional = optional
         self._watch_timeout = watch_timeout_seconds
@@ -222,6 +232,22 @@ class Reflector(Generic[T]):
         self._lists = self._watch_restarts = self._errors = 0
 
     # -- public interface -----------------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def view(self, transform: Callable[[dict[str, Any]], V | None]) -> ReflectorView[V]:
+        """Another reader of this list+watch, keeping its own records; only before `start()`."""
+        if self._thread is not None:
+            raise RuntimeError(f"{self.resource}: a view added after start would miss the objects already listed")
+        view: ReflectorView[V] = ReflectorView(self, transform)
+        self._views.append(view)
+        return view
+
+    def listen(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (from the reflector's thread) after every change of the stored records."""
+        self._listeners.append(callback)
+
     def start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name=f"reflector-{self.resource}", daemon=True)
@@ -251,6 +277,11 @@ class Reflector(Generic[T]):
     def items(self) -> dict[str, T]:
         with self._lock:
             return dict(self._items)
+
+    def values(self) -> list[T]:
+        """The records alone (no copy of the keys' dict to build)."""
+        with self._lock:
+            return list(self._items.values())
 
     def last_sync_timestamp(self) -> float | None:
         return self._last_sync
@@ -299,6 +330,7 @@ class Reflector(Generic[T]):
 
     def _list(self) -> None:
         items: dict[str, T] = {}
+        viewed: list[dict[str, Any]] = [{} for _ in self._views]
         token: str | None = None
         while True:
             kwargs: dict[str, Any] = {"limit": self._page_size, "_request_timeout": (self._connect_timeout, 60)}
@@ -310,24 +342,35 @@ class Reflector(Generic[T]):
             finally:
                 response.release_conn()
             for obj in page.get("items") or ():
-                value = self._apply(obj)
+                key = key_of(obj)
+                value = self._apply(self._transform, obj)
                 if value is not None:
-                    items[key_of(obj)] = value
+                    items[key] = value
+                for view, store in zip(self._views, viewed, strict=True):
+                    record = self._apply(view.transform, obj)
+                    if record is not None:
+                        store[key] = record
             meta = page.get("metadata") or {}
             token = meta.get("continue")
             if not token or self._stop.is_set():
                 break
-        self._store_list(items, str(meta.get("resourceVersion") or "") or None)
+        self._store_list(items, str(meta.get("resourceVersion") or "") or None, viewed)
 
-    def _store_list(self, items: dict[str, T], resource_version: str | None) -> None:
+    def _store_list(
+        self, items: dict[str, T], resource_version: str | None, viewed: list[dict[str, Any]] | None = None
+    ) -> None:
         with self._lock:
             self._items = items
+            for view, store in zip(self._views, viewed or [{} for _ in self._views], strict=True):
+                view.items_ = store
         self._rv = resource_version
         self._lists += 1
         self._listed_at = time.monotonic()
         self._touch()
         self._synced.set()
-        self._on_event()
+        self._notify(self._listeners)
+        for view in self._views:
+            self._notify(view.listeners)
 
     def _watch(self) -> bool:
         """One watch stream; True when it ended normally (server timeout) after running a while."""
@@ -368,32 +411,174 @@ class Reflector(Generic[T]):
                 raise _GoneError(obj.get("message", ""))
             raise _WatchError(f"watch error {obj.get('code')}: {obj.get('message')}")
         resource_version = (obj.get("metadata") or {}).get("resourceVersion")
+        changed: list[list[Callable[[], None]]] = []
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             key = key_of(obj)
-            value = self._apply(obj) if kind != "DELETED" else None
+            deleted = kind == "DELETED"
+            value = None if deleted else self._apply(self._transform, obj)
+            records = [None if deleted else self._apply(v.transform, obj) for v in self._views]
             with self._lock:
-                if value is None:
-                    self._items.pop(key, None)
-                else:
-                    self._items[key] = value
+                if _put(self._items, key, value):
+                    changed.append(self._listeners)
+                for view, record in zip(self._views, records, strict=True):
+                    if _put(view.items_, key, record):
+                        changed.append(view.listeners)
         elif kind != "BOOKMARK":
             raise _WatchError(f"unknown watch event type {kind!r}")
         if resource_version:
             self._rv = str(resource_version)
         self._touch()
-        if kind != "BOOKMARK":
-            self._on_event()
+        for listeners in changed:
+            self._notify(listeners)
 
-    def _apply(self, obj: dict[str, Any]) -> T | None:
+    @staticmethod
+    def _notify(listeners: list[Callable[[], None]]) -> None:
+        for listener in listeners:
+            listener()
+
+    def _apply(self, transform: Callable[[dict[str, Any]], Any], obj: dict[str, Any]) -> Any:
         try:
-            return self._transform(obj)
+            return transform(obj)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # one malformed object, not the view
             self._errors += 1
             log.warning("%s %s: cannot read object: %s: %s", self.resource, _safe_key(obj), type(exc).__name__, exc)
             return None
 
+    def _acquire(self) -> None:
+        with self._lock:
+            self._users += 1
+        self.start()
+
+    def _release(self, timeout: float) -> None:
+        with self._lock:
+            self._users -= 1
+            last = self._users <= 0
+        if last:
+            self.stop(timeout)
+
     def _touch(self) -> None:
         self._last_sync = time.time()
+
+
+def _put(items: dict[str, Any], key: str, value: Any) -> bool:
+    """Store `value` under `key` (None: remove it); True when that changed what `items` holds."""
+    if value is None:
+        return items.pop(key, None) is not None
+    old = items.get(key)
+    items[key] = value
+    return old is None or (old is not value and old != value)
+
+
+class ReflectorView(Generic[T]):
+    """A reader of a (shared) reflector with records of its own: the read interface of a `Reflector`.
+
+    `start()` and `stop()` start the reflector with its first started view and stop it with the last."""
+
+    def __init__(self, reflector: Reflector[Any], transform: Callable[[dict[str, Any]], T | None]) -> None:
+        self.resource = reflector.resource
+        self.transform = transform
+        self.listeners: list[Callable[[], None]] = []
+        self.items_: dict[str, T] = {}  # written by the reflector under its lock
+        self._reflector = reflector
+        self._started = False
+
+    def listen(self, callback: Callable[[], None]) -> None:
+        """Call `callback` (from the reflector's thread) after every change of this view's records."""
+        self.listeners.append(callback)
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._reflector._acquire()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self._started:
+            self._started = False
+            self._reflector._release(timeout)
+
+    def synced(self) -> bool:
+        return self._reflector.synced()
+
+    def wait_synced(self, timeout: float) -> bool:
+        return self._reflector.wait_synced(timeout)
+
+    def available(self) -> bool:
+        return self._reflector.available()
+
+    def items(self) -> dict[str, T]:
+        with self._reflector._lock:
+            return dict(self.items_)
+
+    def values(self) -> list[T]:
+        with self._reflector._lock:
+            return list(self.items_.values())
+
+    def last_sync_timestamp(self) -> float | None:
+        return self._reflector.last_sync_timestamp()
+
+    def stats(self) -> ReflectorStats:
+        s = self._reflector.stats()
+        return ReflectorStats(len(self.items_), s.relists, s.watch_restarts, s.errors)
+
+
+class Mirror(Protocol[T]):
+    """What collectors read of a `Reflector` or a `ReflectorView`."""
+
+    resource: str
+
+    def start(self) -> None: ...
+    def stop(self, timeout: float = 5.0) -> None: ...
+    def synced(self) -> bool: ...
+    def available(self) -> bool: ...
+    def items(self) -> dict[str, T]: ...
+    def values(self) -> list[T]: ...
+    def last_sync_timestamp(self) -> float | None: ...
+    def stats(self) -> ReflectorStats: ...
+    def listen(self, callback: Callable[[], None]) -> None: ...
+
+
+def _keep_nothing(obj: dict[str, Any]) -> None:
+    return None
+
+
+_shared_lock = threading.Lock()
+_shared: dict[tuple[Any, ...], Reflector[None]] = {}
+
+
+def _identity(api: Any) -> tuple[Any, ...]:
+    """The API server and the credentials of `api`: clients that see the same objects."""
+    c = api.configuration
+    keys = tuple(sorted((c.api_key or {}).items()))
+    return (c.host, keys, c.cert_file, c.key_file, c.username)
+
+
+def shared(
+    api: Any,
+    resource: str,
+    *,
+    field_selector: str | None = None,
+    label_selector: str | None = None,
+    namespace: str | None = None,
+    **options: Any,
+) -> Reflector[None]:
+    """The one list+watch of `resource` (with these selectors) for every reader built against the same API
+    server and identity before it starts; read it through `view()`. It keeps no records of its own. A
+    reflector already started is not joined (a view added then would miss the objects listed): the next
+    caller gets a new one. `options` (page size, backoff) are those of its first caller."""
+    key = (_identity(api), resource, field_selector, label_selector, namespace)
+    with _shared_lock:
+        reflector = _shared.get(key)
+        if reflector is None or reflector.started:
+            reflector = _shared[key] = Reflector(
+                api,
+                resource,
+                transform=_keep_nothing,
+                field_selector=field_selector,
+                label_selector=label_selector,
+                namespace=namespace,
+                **options,
+            )
+        return reflector
 
 
 def _safe_key(obj: dict[str, Any]) -> str:
@@ -403,8 +588,8 @@ def _safe_key(obj: dict[str, Any]) -> str:
         return "<unnamed>"
 
 
-class Reflectors(dict[str, "Reflector[Any]"]):
-    """Named reflectors that a collector starts, stops and waits on together."""
+class Reflectors(dict[str, "Mirror[Any]"]):
+    """Named reflectors (or views) that a collector starts, stops and waits on together."""
 
     def start(self) -> None:
         for reflector in self.values():
@@ -417,6 +602,7 @@ class Reflectors(dict[str, "Reflector[Any]"]):
     def synced(self) -> bool:
         return all(r.synced() for r in self.values())
 
-    def waiting(self) -> list[str]:
-        """The names of the reflectors whose first full list has not arrived yet."""
-        return [name for name, r in self.items() if not r.synced()]
+    def waiting(self, names: Iterable[str] | None = None) -> list[str]:
+        """The names (of `names`, default all) of the reflectors whose first full list has not arrived yet."""
+        chosen = self if names is None else {n: self[n] for n in names if n in self}
+        return [name for name, r in chosen.items() if not r.synced()]

@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from exporter.collect import CollectorUnavailable
 from exporter.config import Watchdog, WatchdogPrometheus
 from exporter.exposition import Family
 from exporter.logs import LIMIT_KEY
@@ -22,6 +21,7 @@ from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connec
 from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
 from exporter.watchdog import model
 from exporter.watchdog.adapter import Evaluator, Query, keda_query
+from exporter.watched import Watching
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def prometheus_client(config: WatchdogPrometheus, timeout: float) -> Prometheus:
     return HttpPrometheus(config.url, timeout, token, basic_auth=basic, context=context)
 
 
-class WatchdogCollector:
+class WatchdogCollector(Watching):
     name = "watchdog"
 
     def __init__(
@@ -72,24 +72,19 @@ class WatchdogCollector:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._reflectors.start()
+        super().start()
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="query-watchdog", daemon=True)
             self._thread.start()
 
     def close(self) -> None:
         self._stop.set()
-        self._reflectors.stop()
+        super().close()
         if self._thread is not None:
             self._thread.join(5.0)
 
-    def ready(self) -> bool:
-        return self._reflectors.synced()
-
     def collect(self) -> Iterable[Family]:
-        waiting = self._reflectors.waiting()
-        if waiting:
-            raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
+        self.wait_for_first_lists()
         available = {name: r.available() for name, r in self._reflectors.items()}
         with self._lock:
             return model.families(self._verdicts, self._errors, self._last_run, available)

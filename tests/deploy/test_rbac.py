@@ -23,7 +23,7 @@ API_GROUPS = {
     "AppsV1Api": "apps",
     "PolicyV1Api": "policy",
 }
-REFLECTOR = re.compile(r"Reflector\(\s*\w+,\s*\"(\w+)\"")
+REFLECTOR = re.compile(r"(?:Reflector|shared)\(\s*\w+,\s*\"(\w+)\"")
 
 
 def watched(role: str) -> set[tuple[str, str]]:

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from exporter.demo.vllm_env import free_port
+from exporter.sources import kube
 from exporter.sources.kube import KubeConfigError, Reflector, connect
 from tests.fakes.kube_api import FakeKubeAPI
 from tests.kube.objects import node, pod
 from tests.kube.waiting import eventually
 
-FAST = {"watch_timeout_seconds": 2.0, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 0.2}
+FAST: dict[str, Any] = {"watch_timeout_seconds": 2.0, "backoff_initial_seconds": 0.05, "backoff_max_seconds": 0.2}
 
 
 def gpus_of(obj: dict[str, Any]) -> int | None:
@@ -195,3 +196,41 @@ def test_connect_without_any_configuration_is_a_clear_error(tmp_path: Path, monk
         connect(None)
     with pytest.raises(KubeConfigError, match=r"missing\.yaml"):
         connect(str(tmp_path / "missing.yaml"))
+
+
+def test_views_share_one_list_and_watch_and_hear_only_their_own_changes(
+    fake_api: FakeKubeAPI, kubeconfig: str, reflectors: list[Reflector[Any]]
+) -> None:
+    """Two readers of one node watch (the cluster role's pods are read so by the cluster view and the engine
+    pods): one list and one watch request, each view its own records, and a listener called only when its
+    own records changed."""
+    fake_api.apply(node("a", gpus=2))
+    fake_api.apply(node("b", gpus=0))
+    api = connect(kubeconfig)
+    shared_one = kube.shared(api, "nodes", **FAST)
+    assert kube.shared(connect(kubeconfig), "nodes", **FAST) is shared_one  # same server and identity
+    gpus = shared_one.view(gpus_of)
+    names = shared_one.view(lambda o: o["metadata"]["name"])
+    heard: dict[str, int] = {"gpus": 0, "names": 0}
+    gpus.listen(lambda: heard.__setitem__("gpus", heard["gpus"] + 1))
+    names.listen(lambda: heard.__setitem__("names", heard["names"] + 1))
+    reflectors.append(shared_one)
+    gpus.start()
+    names.start()
+    assert gpus.wait_synced(5)
+    assert gpus.items() == {"a": 2} and names.items() == {"a": "a", "b": "b"}
+    assert heard == {"gpus": 1, "names": 1}  # the list
+    with pytest.raises(RuntimeError):
+        shared_one.view(gpus_of)  # too late: it would miss what was listed
+    assert kube.shared(api, "nodes", **FAST) is not shared_one  # a started watch is not joined
+    fake_api.apply(node("b", gpus=0))  # nothing either view keeps changed
+    fake_api.apply(node("c", gpus=4))
+    eventually(lambda: gpus.items() == {"a": 2, "c": 4})
+    eventually(lambda: names.values() == ["a", "b", "c"])
+    assert heard == {"gpus": 2, "names": 2}
+    assert sum("/api/v1/nodes" in p and "watch=true" not in p for p in fake_api.requests) == 1
+    assert gpus.stats().objects == 2 and names.stats().objects == 3
+    gpus.stop()
+    assert shared_one.started and not shared_one._stop.is_set()  # the other view still reads it
+    names.stop()
+    assert shared_one._stop.is_set()
