@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 import re
 import subprocess
 from dataclasses import replace
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+import alerts.groups
 from alerts import formats, recording, rules
 from alerts.thresholds import DEFAULT, RUNBOOK_URL
 from exporter.bundle import render
@@ -53,6 +56,19 @@ CONTRACT = [
     "LLMWorkloadCheckFailing",
     "LLMWorkloadCheckAdvisory",
 ]
+
+
+def test_one_module_per_group_each_with_its_rule_tests() -> None:
+    # alerts/groups/<group>.py holds the alerts of one rule group, alerts/tests/<group>.yaml its promtool tests;
+    # every module is assembled (a module left out of rules.alerts() would ship no rules)
+    modules = [importlib.import_module(f"alerts.groups.{m.name}") for m in pkgutil.iter_modules(alerts.groups.__path__)]
+    assert modules
+    for module in modules:
+        name = module.__name__.rsplit(".", 1)[1]
+        assert (ROOT / f"alerts/tests/{name}.yaml").is_file(), name
+        assert {a.group for a in module.alerts(DEFAULT)} == {module.GROUP}, name
+    assert {a.group for a in rules.alerts()} == {m.GROUP for m in modules}
+    assert sum(len(m.alerts(DEFAULT)) for m in modules) == len(rules.alerts())
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
