@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from exporter.catalogue.spec import MetricSpec, counter, gauge
+from exporter.catalogue.spec import MetricSpec, Stability, counter, gauge
 
 GPU = ("node", "gpu", "uuid")  # the node ($NODE_NAME), NVML index and UUID (GPU-... or MIG-...)
 
@@ -47,7 +47,7 @@ PEAK_FLOPS = _g(
     "fp16, bf16, tf32), from the vendor's datasheet (exporter/gpu/data/peak_flops.json; dense, never the "
     "with-sparsity figure). Only for models in that table and whole GPUs, not MIG instances.",
     (*GPU, "precision"),
-    unit="flops_per_second",
+    stability=Stability.EXPERIMENTAL,
 )
 UTILIZATION = _g(
     "llm_gpu_utilization_ratio", "Fraction of the last sample period during which a kernel ran.", GPU, unit="ratio"
