@@ -83,7 +83,14 @@ def _slo_text(t: Thresholds) -> str:
 
 def alerts(t: Thresholds = DEFAULT) -> list[Alert]:
     """Every alert of the bundle, in rule-file order, its llm_* selectors scoped by `t.selector`."""
-    return [replace(a, query=scoped(a.query, t.selector)) for a in (*_alerts(t), *_audit_alerts(t))]
+    return [replace(a, query=scoped(a.query, t.selector)) for a in (*_alerts(t), *_audit_alerts(t), *_group_alerts(t))]
+
+
+def _group_alerts(t: Thresholds) -> list[Alert]:
+    """The groups that have a module of their own (alerts/groups/<group>.py)."""
+    from alerts.groups import capacity
+
+    return capacity.alerts(t)
 
 
 def _alerts(t: Thresholds) -> list[Alert]:

@@ -52,6 +52,10 @@ CONTRACT = [
     "LLMGPUAllocatedIdle",
     "LLMWorkloadCheckFailing",
     "LLMWorkloadCheckAdvisory",
+    "LLMPreemptionSustained",
+    "LLMRequestsRejected",
+    "LLMContextOversized",
+    "LLMSpeculativeDecodingAcceptanceLow",
 ]
 
 

@@ -1,0 +1,1 @@
+"""Alert groups, one module each: `alerts(t: Thresholds) -> list[Alert]`."""
