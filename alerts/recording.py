@@ -15,7 +15,10 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
 - `llm-inference.capacity`: capacity in tokens, from the engines' own counts: tokens per second per GPU
   (prompt and completion apart), KV headroom in tokens and how many requests at the context limit fit,
   the context reserved against the p99 used, speculative decoding's acceptance, the load shed ratio, and the
-  model bandwidth utilisation (estimated bytes read over the GPU's peak bandwidth).
+  model bandwidth and FLOPs utilisation (the engine's estimated bytes read and FLOPs per GPU over the GPU's
+  peak bandwidth and datasheet peak FLOPs, `llm_gpu_peak_flops`).
+- `llm-inference.cost` (alerts/cost.py): GPU-seconds per model, tokens per GPU-hour, cost per million tokens
+  and the idle cost of allocated GPUs that served no token, from the configured price per GPU-hour.
 """
 
 from __future__ import annotations
@@ -156,27 +159,57 @@ def _replicas() -> list[Recording]:
     ]
 
 
+def _per_model_gpu(metric: str, model_of_pod: str) -> str:
+    """A per-GPU series joined to the pods on it, then to the model those pods serve, max per model: uuid is
+    unique in the cluster, pod names are unique in their namespace."""
+    per_pod = f"max by (namespace, pod) ({metric} * on (uuid) group_left (namespace, pod) llm_gpu_pod_info)"
+    return f"max by ({MODEL}) ({per_pod} * on (namespace, pod) group_left (model) {model_of_pod})"
+
+
+def _gpu_peak(peak: str) -> str:
+    """Each engine pod's GPUs' peak (`peak`: a per-uuid series), averaged over its GPUs; pod info on the many
+    side, so pods time-sliced on one GPU each join it."""
+    return f"avg by (namespace, pod) (llm_gpu_pod_info * on (uuid) group_left () max by (uuid) ({peak}))"
+
+
+def model_utilization(counter: str, peak: str) -> str:
+    """rate(`counter`, the engine's per-GPU estimate) over its GPUs' `peak`, averaged per model."""
+    done = f"sum by (namespace, pod, model, dp_rank) (rate({counter}[5m]))"
+    return f"avg by ({MODEL}) ({done} / on (namespace, pod) group_left () {_gpu_peak(peak)})"
+
+
+def bandwidth_utilization() -> str:
+    """MBU: the bytes the engine estimates it read per GPU (vLLM --enable-mfu-metrics) over the peak bandwidth."""
+    return model_utilization("llm_estimated_read_bytes_per_gpu_total", "llm_gpu_memory_bandwidth_max_bytes_per_second")
+
+
+def flops_utilization(t: Thresholds) -> str:
+    """MFU: the FLOPs the engine estimates it ran per GPU over the datasheet's dense peak at `mfu_precision`."""
+    peak = f'llm_gpu_peak_flops{{precision="{t.mfu_precision}"}}'
+    return model_utilization("llm_estimated_flops_per_gpu_total", peak)
+
+
 def _bottleneck(t: Thresholds) -> list[Recording]:
     waiting = f"sum by ({MODEL}) (llm_requests_waiting) > 0"
     kv = (
         f"(max by ({MODEL}) (llm_kv_cache_usage_ratio) > {t.bottleneck_kv_ratio} and on ({MODEL}) {waiting})"
         f" or on ({MODEL}) (sum by ({MODEL}) (rate(llm_preemptions_total[5m])) > 0)"
     )
-    # A GPU's bandwidth (GPM on Hopper+, else the memory busy ratio) joined to the pods on it, then to the
-    # model those pods serve: uuid is unique in the cluster, pod names are unique in their namespace.
-    gpu_bandwidth = (
-        "(llm_gpu_memory_bandwidth_utilization_ratio or llm_gpu_memory_busy_ratio)"
-        " * on (uuid) group_left (namespace, pod) llm_gpu_pod_info"
-    )
+    # Bandwidth used, per model: GPM's DRAM bandwidth where its GPUs have GPM (Hopper+); else the engine's own
+    # estimate over the peak (MBU: A100, L4, older drivers); else NVML's memory busy ratio (a time share)
     model_of_pod = "group by (namespace, pod, model) (llm_requests_running > 0)"
-    bandwidth = (
-        f"max by ({MODEL}) (max by (namespace, pod) ({gpu_bandwidth})"
-        f" * on (namespace, pod) group_left (model) {model_of_pod}) > {t.bottleneck_bandwidth_ratio}"
+    used = (
+        f"{_per_model_gpu('llm_gpu_memory_bandwidth_utilization_ratio', model_of_pod)}"
+        f" or on ({MODEL}) {bandwidth_utilization()}"
+        f" or on ({MODEL}) {_per_model_gpu('llm_gpu_memory_busy_ratio', model_of_pod)}"
     )
+    bandwidth = f"({used}) > {t.bottleneck_bandwidth_ratio}"
+    # compute: requests wait although KV cache and bandwidth have room, or the engine's FLOPs are near the peak
+    compute = f"({waiting}) or on ({MODEL}) ({flops_utilization(t)} > {t.bottleneck_compute_ratio})"
     signals = {
         "kv_capacity": kv,
         "memory_bandwidth": bandwidth,
-        "compute": waiting,
+        "compute": compute,
         "none": f"max by ({MODEL}) (llm_requests_running)",
     }
     out = [
@@ -223,7 +256,7 @@ MODEL_GPUS = "llm:model_gpus"
 CONTEXT_USED_P99 = "llm:request_context_tokens:p99_1h"
 
 
-def _capacity() -> list[Recording]:
+def _capacity(t: Thresholds) -> list[Recording]:
     # the GPUs serving each model: distinct uuids, so two pods time-sliced on one GPU count it once
     model_of_pod = "group by (namespace, pod, model) (llm_requests_running)"
     gpus = (
@@ -251,13 +284,6 @@ def _capacity() -> list[Recording]:
         f"histogram_quantile(0.99, sum by ({MODEL}, le) (rate(llm_request_{kind}_tokens_bucket[1h])))"
         for kind in ("prompt", "generation")
     )
-    # model bandwidth utilisation: the bytes the engine estimates it read per GPU (vLLM --enable-mfu-metrics)
-    # over its GPUs' peak; pod info on the many side, so pods time-sliced on one GPU each join it
-    peak = (
-        "avg by (namespace, pod) (llm_gpu_pod_info * on (uuid) group_left ()"
-        " max by (uuid) (llm_gpu_memory_bandwidth_max_bytes_per_second))"
-    )
-    read = "sum by (namespace, pod, model, dp_rank) (rate(llm_estimated_read_bytes_per_gpu_total[5m]))"
     rejected = f"sum by ({MODEL}) (rate(llm_requests_rejected_total[5m]))"
     finished = f"sum by ({MODEL}) (rate(llm_requests_finished_total[5m]))"
     out += [
@@ -281,11 +307,9 @@ def _capacity() -> list[Recording]:
             f"sum by ({MODEL}) (rate(llm_spec_decode_accepted_tokens_total[5m]))"
             f" / (sum by ({MODEL}) (rate(llm_spec_decode_draft_tokens_total[5m])) > 0)",
         ),
-        Recording(
-            "llm:model_bandwidth_utilization",
-            CAPACITY_GROUP,
-            f"avg by ({MODEL}) ({read} / on (namespace, pod) group_left () {peak})",
-        ),
+        # model bandwidth and FLOPs utilisation: the engine's own estimates per GPU over its GPU's peaks
+        Recording("llm:model_bandwidth_utilization", CAPACITY_GROUP, bandwidth_utilization()),
+        Recording("llm:model_flops_utilization", CAPACITY_GROUP, flops_utilization(t)),
         # refused over offered (refused + finished); no traffic: no sample
         Recording(
             "llm:requests_rejected_ratio:rate5m",
@@ -296,11 +320,17 @@ def _capacity() -> list[Recording]:
     return out
 
 
+def _cost_rules(t: Thresholds) -> list[Recording]:
+    from alerts.cost import recordings as cost
+
+    return cost(t)
+
+
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
     return [
         Recording(r.name, r.group, scoped(r.expr, t.selector), r.labels)
-        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(), *_diagnosis(t))
+        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(t), *_cost_rules(t), *_diagnosis(t))
     ]
 
 

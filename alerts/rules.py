@@ -47,7 +47,7 @@ class Alert:
 
 def _groups() -> tuple[Callable[[Thresholds], list[Alert]], ...]:
     """Each group's `alerts`, in rule-file order (imported here: the group modules import `Alert`)."""
-    from alerts.groups import audit, engine, exporter, gpu, gpu_health, placement, queries
+    from alerts.groups import audit, capacity_alerts, engine, exporter, gpu, gpu_health, placement, queries
 
     return (
         engine.alerts,
@@ -57,6 +57,7 @@ def _groups() -> tuple[Callable[[Thresholds], list[Alert]], ...]:
         exporter.alerts,
         gpu_health.alerts,
         audit.alerts,
+        capacity_alerts.alerts,
     )
 
 

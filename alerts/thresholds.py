@@ -68,6 +68,24 @@ class Thresholds:
     # Bottleneck classes (recording rules): KV usage and GPU memory bandwidth counted as "near the limit"
     bottleneck_kv_ratio: float = 0.9
     bottleneck_bandwidth_ratio: float = 0.8
+    # ... and the engine's FLOPs per GPU against the datasheet peak (MFU): inference seldom passes 0.5-0.6
+    bottleneck_compute_ratio: float = 0.5
+    # the precision of llm_gpu_peak_flops that MFU divides by: fp16 (= bf16 on every GPU of the table that has
+    # both, and the only one a T4 has); an FP8 model's MFU so reads twice what it would against the FP8 peak
+    mfu_precision: str = "fp16"
+    # Cost: an engine pod that served no token over this window holds its GPUs idle (llm:model_gpus_idle)
+    cost_idle_window: str = "1h"
+    # Capacity alerts: preemptions for this long with the KV cache this full; admission control refusing
+    # this share of the requests offered; a context limit this many times the p99 used (as the audit check
+    # context-oversized); speculative decoding accepting less than this share of its drafts
+    preemption_kv_ratio: float = 0.95
+    preemption_for: str = "10m"
+    rejected_ratio: float = 0.01
+    rejected_for: str = "5m"
+    context_oversized_factor: float = 4.0
+    context_oversized_for: str = "1h"
+    spec_acceptance_floor: float = 0.3
+    spec_acceptance_for: str = "15m"
     # GPU: vLLM preallocates 90% of memory by default, so only the last few percent are alarming
     gpu_memory_ratio: float = 0.98
     gpu_memory_for: str = "10m"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from exporter.catalogue.spec import MetricSpec, counter, gauge
+from exporter.catalogue.spec import MetricSpec, Stability, counter, gauge
 
 GPU = ("node", "gpu", "uuid")  # the node ($NODE_NAME), NVML index and UUID (GPU-... or MIG-...)
 
@@ -41,6 +41,14 @@ MEMORY_BANDWIDTH_MAX = _g(
     GPU,
     unit="bytes_per_second",
 )
+PEAK_FLOPS = _g(
+    "llm_gpu_peak_flops",
+    "Peak dense Tensor Core floating point operations per second of this GPU model at `precision` (fp4, fp8, "
+    "fp16, bf16, tf32), from the vendor's datasheet (exporter/gpu/data/peak_flops.json; dense, never the "
+    "with-sparsity figure). Only for models in that table and whole GPUs, not MIG instances.",
+    (*GPU, "precision"),
+    stability=Stability.EXPERIMENTAL,
+)
 UTILIZATION = _g(
     "llm_gpu_utilization_ratio", "Fraction of the last sample period during which a kernel ran.", GPU, unit="ratio"
 )
@@ -64,8 +72,9 @@ GPM_SUPPORTED = _g(
 FIELD_UNAVAILABLE = _g(
     "llm_gpu_field_unavailable",
     "1 for each GPU reading that NVML could not give in this scrape, by field and reason (not_supported, "
-    "function_not_found, no_permission, timeout, unavailable, error; gpu_lost for field device); that field's "
-    "series is absent, never a fake 0.",
+    "function_not_found, no_permission, timeout, unavailable, error; gpu_lost for field device; not_in_table "
+    "for field peak_flops: a GPU model exporter/gpu/data/peak_flops.json does not hold); that field's series is "
+    "absent, never a fake 0.",
     (*GPU, "field", "reason"),
 )
 MIG_INFO = _g(
@@ -146,6 +155,7 @@ METRICS: tuple[MetricSpec, ...] = (
     MEMORY_BUSY,
     MEMORY_BANDWIDTH_UTILIZATION,
     MEMORY_BANDWIDTH_MAX,
+    PEAK_FLOPS,
     UTILIZATION,
     SM_OCCUPANCY,
     POWER,

@@ -55,6 +55,10 @@ CONTRACT = [
     "LLMGPUAllocatedIdle",
     "LLMWorkloadCheckFailing",
     "LLMWorkloadCheckAdvisory",
+    "LLMPreemptionSustained",
+    "LLMRequestsRejected",
+    "LLMContextOversized",
+    "LLMSpeculativeDecodingAcceptanceLow",
 ]
 
 
