@@ -152,9 +152,12 @@ class WatchdogPrometheus:
     bearer_token_file: str = ""
     basic_auth: BasicAuth = field(default_factory=BasicAuth)
     tls: Tls = field(default_factory=Tls)
+    # Thanos Query over Prometheus replicas: the labels that tell replicas apart, deduplicated on and left out
+    # of the verdicts (e.g. [replica, prometheus_replica]); empty: what Query runs with (--query.replica-label)
+    replica_labels: list[str] = field(default_factory=list)
 
     def validate(self) -> list[str]:
-        errors = []
+        errors = [f"replica_labels: {_quote(n)} is not a label name" for n in self.replica_labels if not _label(n)]
         if self.url:
             try:
                 parts = urlsplit(self.url)
@@ -170,6 +173,11 @@ class WatchdogPrometheus:
         return errors
 
 
+def _label(name: str) -> bool:
+    """A Prometheus label name that is not reserved."""
+    return name.isascii() and name.replace("_", "a").isalnum() and not name[:1].isdigit() and not name.startswith("__")
+
+
 @dataclass(frozen=True)
 class Watchdog:
     """Cluster role: run the queries of KEDA ScaledObjects/ScaledJobs and dashboard ConfigMaps periodically."""
@@ -180,9 +188,16 @@ class Watchdog:
     timeout_seconds: float = 30.0  # per Prometheus request
     dashboard_label: str = "grafana_dashboard"  # the Grafana sidecar's default label
     max_queries: int = 2000  # bound on llm_query_empty series
+    # one store of many clusters (Thanos Query): this cluster's value of `cluster_label`. Trigger queries are
+    # checked as this cluster's KEDA sees them (`cluster_label="cluster"` on every selector) and dashboards'
+    # cluster variable resolves to it; empty: the Prometheus holds this cluster alone
+    cluster: str = ""
+    cluster_label: str = "cluster"  # render --cluster-label, the chart's clusterLabel
 
     def validate(self) -> list[str]:
         errors = []
+        if not _label(self.cluster_label):
+            errors.append(f"cluster_label: {_quote(self.cluster_label)} is not a label name")
         if self.enabled and not self.prometheus.url:
             errors.append("prometheus.url: required when the watchdog is enabled")
         if not 10 <= self.interval_seconds <= 86400:  # also false for NaN

@@ -191,6 +191,13 @@ def filtered(expr: str, label: str, variable: str = VARIABLE) -> str:
     return _rewrite(expr, label, f'{label}=~"${variable}"')
 
 
+def only(expr: str, label: str, value: str) -> str:
+    """`clustered(expr, label)` with `label="value"` added to every vector selector: a query written for one
+    cluster's own Prometheus (a KEDA trigger, a verdict), run on the store of many as that cluster sees it."""
+    quoted = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return _rewrite(expr, label, f"{label}={quoted}")
+
+
 def variable_query(query: str, label: str, variable: str = VARIABLE) -> str:
     """A Grafana `label_values(selector, name)` query filtered on the cluster variable."""
     m = _LABEL_VALUES.fullmatch(query.strip())

@@ -33,8 +33,8 @@ QUERY_SUCCESSOR_INFO = _g(
 )
 QUERY_CHECK_ERRORS = counter(
     "llm_query_check_errors_total",
-    "Queries or runs that could not be checked: unreachable, unauthorized (401/403), bad_query, credentials "
-    "or error (any other answer).",
+    "Queries or runs that could not be checked: unreachable, unauthorized (401/403), bad_query, credentials, "
+    "partial_response (a store behind Thanos Query did not answer) or error (any other answer).",
     ("reason",),
     subsystem="cluster",
     role="cluster",

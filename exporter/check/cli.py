@@ -3,6 +3,10 @@
 `check --against ENGINE==VERSION [--against …] [--from ENGINE==VERSION] [FILES…]` answers the same from the
 release tables alone, before an upgrade: each query is data, empty (why, and the fix) or not judged (names
 no engine's table owns); with `--from`, only what the upgrade breaks (data before, empty after).
+Against a store of many clusters (Thanos Query), `--cluster-label NAME` checks every query once per cluster as
+that cluster sees it (the cluster's matcher on every selector, dashboards' cluster variable set to it), each
+reported with `(NAME=value)`; `--cluster VALUE` checks that one; `--replica-label` names the labels Prometheus
+replicas differ by. A store that does not answer (a partial response) is an error, never an empty result.
 Exit 0 when every query returned data, 1 when one is empty or warned about (an `or vector(0)` hiding an empty
 side, a scale-to-zero trigger that can never activate), 2 on bad input (a file that cannot be read, parsed or
 recognised, a PromQL error, a Prometheus that cannot be reached or refuses, an unknown engine or release): the
@@ -13,14 +17,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from exporter.bundle.cluster import DEFAULT_LABEL, label_name
 from exporter.check import scrape
 from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
 from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
 from exporter.check.report import write_json, write_sarif, write_text
+from exporter.check.scope import Cluster, ClusterScoped
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +68,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="value of a Grafana variable (default: resolved as Grafana does, query variables from Prometheus)",
     )
+    parser.add_argument(
+        "--cluster-label",
+        type=label_name,
+        metavar="NAME",
+        help="the label that names clusters in a store of many (render --cluster-label): check every query once "
+        "per cluster, as that cluster sees it",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="VALUE",
+        help=f"check as this one cluster sees it (its value of --cluster-label, default label {DEFAULT_LABEL!r})",
+    )
+    parser.add_argument(
+        "--replica-label",
+        action="append",
+        default=[],
+        type=label_name,
+        metavar="NAME",
+        help="a label that tells Prometheus replicas apart behind Thanos Query, deduplicated on and ignored "
+        "(repeatable; default: what Thanos Query runs with, --query.replica-label)",
+    )
     parser.add_argument("--lookback", default="7d", help="how far back a metric counts as present (%(default)s)")
     parser.add_argument("--timeout", type=float, default=30.0, help="per-query timeout, seconds (%(default)s)")
     parser.add_argument("--bearer-token-file", type=Path, help="a file holding the bearer token for Prometheus")
@@ -81,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
     if bool(args.prometheus) == bool(args.against):
         print("check: give --prometheus URL (live) or --against ENGINE==VERSION (offline), not both", file=sys.stderr)
         return 2
+    if (args.cluster_label or args.cluster or args.replica_label) and not args.prometheus:
+        print("check: --cluster-label, --cluster and --replica-label need --prometheus", file=sys.stderr)
+        return 2
     if args.from_ and not args.against:
         print("check: --from needs --against", file=sys.stderr)
         return 2
@@ -89,13 +120,17 @@ def run(args: argparse.Namespace) -> int:
         print("check: no files given", file=sys.stderr)
         return 2
     prometheus: HttpPrometheus | None = None
+    clusters: list[Cluster] = []
     against: dict[str, Target] = {}
     before: dict[str, Target] = {}
     if args.prometheus:
         try:
             token = args.bearer_token_file.read_text().strip() if args.bearer_token_file else ""
-            prometheus = HttpPrometheus(args.prometheus, timeout=args.timeout, bearer_token=token)
+            prometheus = HttpPrometheus(
+                args.prometheus, timeout=args.timeout, bearer_token=token, replica_labels=args.replica_label
+            )
             prometheus.query("vector(1)")  # one clear error instead of one per query
+            clusters = _clusters(prometheus, args.cluster_label, args.cluster)
         except (OSError, PrometheusError) as exc:
             print(f"check: Prometheus {args.prometheus}: {exc}", file=sys.stderr)
             return 2
@@ -109,10 +144,15 @@ def run(args: argparse.Namespace) -> int:
     explicit = {p for p in paths if not p.is_dir()}
     errors: list[str] = []
     by_file: dict[Path, list[Query]] = {}
+    scopes: dict[Path, list[Cluster | None]] = {}  # per query: the cluster it is checked as
     converting: list[str] = []
     for path in expand(paths):
         try:
             by_file[path] = file_queries(path, values, prometheus)
+            if clusters:  # once per cluster, as it sees them
+                pairs = [(q, c) for c in clusters for q in file_queries(path, values, prometheus, cluster=c)]
+                by_file[path] = [replace(q, where=f"{q.where} ({c.label}={c.value})") for q, c in pairs]
+                scopes[path] = [c for _, c in pairs]
             if prometheus is None:  # live, Prometheus itself shows how it stores histograms
                 converting.extend(c for doc in load_documents(path) for c in scrape.converting(doc, str(path)))
         except UnknownFileError as exc:
@@ -123,7 +163,14 @@ def run(args: argparse.Namespace) -> int:
     scope = ""
     if prometheus is not None:
         checker = Checker(prometheus, lookback=args.lookback)
-        results = {path: [checker.check(q) for q in queries] for path, queries in by_file.items()}
+        scoped = {c: Checker(ClusterScoped(prometheus, c), lookback=args.lookback) for c in clusters}
+        results = {
+            path: [
+                scoped[c].check(q) if c is not None else checker.check(q)
+                for q, c in zip(queries, scopes.get(path) or [None] * len(queries), strict=True)
+            ]
+            for path, queries in by_file.items()
+        }
     else:
         recorded = {_recorded(q) for qs in by_file.values() for q in qs} - {""}
         offline = OfflineChecker(against.values(), converting, recorded)
@@ -147,6 +194,18 @@ def run(args: argparse.Namespace) -> int:
     if errors or any(r.status == "error" for r in flat):
         return 2
     return 1 if any(r.status in ("empty", "warning") for r in flat) else 0
+
+
+def _clusters(prometheus: HttpPrometheus, label: str | None, value: str | None) -> list[Cluster]:
+    """The clusters to check as: the one asked for, else every value of the label (none without one)."""
+    if value:
+        return [Cluster(label or DEFAULT_LABEL, value)]
+    if not label:
+        return []
+    found = sorted(prometheus.label_values(label))
+    if not found:
+        raise PrometheusError(f"no series carries the cluster label {label!r} (is --cluster-label right?)")
+    return [Cluster(label, v) for v in found]
 
 
 def _recorded(query: Query) -> str:

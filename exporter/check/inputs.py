@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from exporter.check import scrape, variables
+from exporter.check.scope import Cluster
 
 SUFFIXES = (".json", ".yaml", ".yml")
 
@@ -53,8 +54,15 @@ def dashboard_queries(
     source: str,
     values: Mapping[str, str] | None = None,
     lookup: variables.Lookup | None = None,
+    *,
+    cluster: Cluster | None = None,
 ) -> Iterator[Query]:
-    resolution = variables.resolve(variables.parse(dashboard), lookup, values)
+    """The dashboard's queries with its variables resolved; with `cluster`, the variables that select the
+    cluster set to it (`values` still win)."""
+    declared = variables.parse(dashboard)
+    if cluster is not None:
+        values = {**variables.cluster_overrides(declared, cluster.label, cluster.value), **(values or {})}
+    resolution = variables.resolve(declared, lookup, values)
     found = dashboard.get("__elements")
     elements: Mapping[str, Any] = found if isinstance(found, dict) else {}
     panels = list(_panels(dashboard.get("panels") or [], elements))
@@ -200,7 +208,12 @@ def expand_adapter_template(template: str, rule: Mapping[str, Any]) -> str:
 
 
 def document_queries(
-    doc: Any, source: str, values: Mapping[str, str] | None = None, lookup: variables.Lookup | None = None
+    doc: Any,
+    source: str,
+    values: Mapping[str, str] | None = None,
+    lookup: variables.Lookup | None = None,
+    *,
+    cluster: Cluster | None = None,
 ) -> Iterator[Query] | None:
     """The queries of one parsed document, or None when it is nothing `check` knows."""
     if not isinstance(doc, dict):
@@ -211,15 +224,15 @@ def document_queries(
     if kind in ("ScaledObject", "ScaledJob"):
         return _keda(doc, source)
     if kind == "ConfigMap":
-        return _config_map(doc, source, values, lookup)
+        return _config_map(doc, source, values, lookup, cluster)
     if scrape.is_scrape_config(doc):
         return iter(())  # no queries: it says how histograms are stored (`scrape.converting`)
     if isinstance(doc.get("groups"), list):
         return rule_queries(doc["groups"], source)
     if "panels" in doc or "rows" in doc:
-        return dashboard_queries(doc, source, values, lookup)
+        return dashboard_queries(doc, source, values, lookup, cluster=cluster)
     if isinstance(doc.get("dashboard"), dict):  # the API's {"dashboard": {...}, "meta": {...}}
-        return dashboard_queries(doc["dashboard"], source, values, lookup)
+        return dashboard_queries(doc["dashboard"], source, values, lookup, cluster=cluster)
     rules = doc.get("rules")
     if isinstance(rules, dict):  # the adapter's Helm values: rules.custom / rules.external
         rules = {k: v for k, v in rules.items() if isinstance(v, list)}
@@ -237,7 +250,11 @@ def _adapter_config(doc: Mapping[str, Any], source: str) -> Iterator[Query]:
 
 
 def _config_map(
-    doc: Mapping[str, Any], source: str, values: Mapping[str, str] | None, lookup: variables.Lookup | None
+    doc: Mapping[str, Any],
+    source: str,
+    values: Mapping[str, str] | None,
+    lookup: variables.Lookup | None,
+    cluster: Cluster | None = None,
 ) -> Iterator[Query] | None:
     found: list[Query] = []
     recognised = False
@@ -246,7 +263,7 @@ def _config_map(
             inner = json.loads(text) if str(key).endswith(".json") else yaml.safe_load(text)
         except (ValueError, yaml.YAMLError, TypeError):
             continue
-        queries = document_queries(inner, f"{source} {key}", values, lookup)
+        queries = document_queries(inner, f"{source} {key}", values, lookup, cluster=cluster)
         if queries is not None:
             recognised = True
             found.extend(queries)
@@ -265,15 +282,20 @@ def load_documents(path: Path) -> list[Any]:
 
 
 def file_queries(
-    path: Path, values: Mapping[str, str] | None = None, lookup: variables.Lookup | None = None
+    path: Path,
+    values: Mapping[str, str] | None = None,
+    lookup: variables.Lookup | None = None,
+    *,
+    cluster: Cluster | None = None,
 ) -> list[Query]:
-    """Every query of `path`; raises BadFileError (UnknownFileError when nothing in it is recognised)."""
+    """Every query of `path`; raises BadFileError (UnknownFileError when nothing in it is recognised). With
+    `cluster`, dashboards' cluster variables are set to it."""
     docs = load_documents(path)
     found: list[Query] = []
     recognised = False
     for i, doc in enumerate(docs):
         source = str(path) if len(docs) == 1 else f"{path} document {i + 1}"
-        queries = document_queries(doc, source, values, lookup)
+        queries = document_queries(doc, source, values, lookup, cluster=cluster)
         if queries is not None:
             recognised = True
             found.extend(queries)

@@ -136,6 +136,17 @@ def resolve(
     return out
 
 
+def cluster_overrides(variables: Sequence[Variable], label: str, value: str) -> dict[str, str]:
+    """`--var`-style values that show one cluster: every variable that selects it (a query variable listing
+    the values of `label`, or one named after it) set to `value`."""
+    out = {}
+    for var in variables:
+        m = _LABEL_VALUES.match(var.query) if var.type == "query" else None
+        if var.name == label or (m is not None and m.group("label") == label):
+            out[var.name] = value
+    return out
+
+
 def _saved(var: Variable) -> bool:
     return bool(var.current) and var.current != (ALL,)
 

@@ -2,16 +2,27 @@
 
 Only this module talks to Prometheus; `exporter.check.evaluate` depends on the `Prometheus` protocol, so its
 logic can be tested against a real server and, where that is overkill, a fake.
+
+Behind Thanos Query (or another store that fans out), two things differ from one Prometheus:
+- a store that fails leaves its series out of an answer that still succeeds, with a warning: every query asks
+  for no partial responses (`partial_response=false`, which Prometheus ignores), and an answer that still
+  carries a store's warning, or an error from a store, raises `PartialResponseError` naming the store, so a
+  missing cluster is never read as an empty result;
+- the same series from two Prometheus replicas differs only in a replica label: with `replica_labels` the
+  client asks Thanos to deduplicate on them (`dedup=true`, `replicaLabels[]`, which override Query's own
+  `--query.replica-label`) and drops them from what it returns, two series left the same then being one.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -26,6 +37,37 @@ class PrometheusError(Exception):
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+
+class PartialResponseError(PrometheusError):
+    """A store behind Thanos Query did not answer: the result would lack its series. `part` names the store
+    (its address and external labels, as Thanos reports them)."""
+
+    def __init__(self, message: str, part: str) -> None:
+        super().__init__(message)
+        self.part = part
+
+
+# what Thanos says of a store that failed (pkg/store/proxy*.go), in a warning or, without partial responses,
+# in the error; PromQL's own warnings and infos ("PromQL warning: ...") say nothing of missing data
+_STORE_FAILED = re.compile(r"receive series from|failed to receive any data|No StoreAPIs matched", re.I)
+_STORE = re.compile(r"Addr: (?P<addr>\S+)(?: LabelSets: (?P<labels>.*?))?(?= Mint| MinTime| MaxTime|: rpc|$)")
+
+
+def missing_part(message: str) -> str:
+    """The failed store of a Thanos error or warning: `127.0.0.1:10901 {cluster="c"}`, else the message."""
+    m = _STORE.search(message)
+    if m is None:
+        return message
+    return f"{m['addr']} {m['labels']}".strip() if m["labels"] else m["addr"]
+
+
+def _partial(messages: Sequence[str]) -> PartialResponseError | None:
+    failed = [str(m) for m in messages if _STORE_FAILED.search(str(m))]
+    if not failed:
+        return None
+    parts = ", ".join(dict.fromkeys(missing_part(m) for m in failed))
+    return PartialResponseError(f"partial response: no answer from {parts}: {failed[0]}", parts)
 
 
 class Prometheus(Protocol):
@@ -45,6 +87,7 @@ class HttpPrometheus:
         *,
         basic_auth: tuple[str, str] | None = None,
         context: ssl.SSLContext | None = None,
+        replica_labels: Sequence[str] = (),
     ) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -56,8 +99,9 @@ class HttpPrometheus:
             pair = base64.b64encode(":".join(basic_auth).encode()).decode()
             self._headers = {"Authorization": f"Basic {pair}"}
         self._context = context
+        self.replica_labels = tuple(replica_labels)
 
-    def _call(self, path: str, form: dict[str, str] | None = None) -> Any:
+    def _call(self, path: str, form: list[tuple[str, str]] | None = None) -> Any:
         url = f"{self.base_url}{path}"
         data = urllib.parse.urlencode(form).encode() if form is not None else None  # POST: long queries fit
         request = urllib.request.Request(url, data=data, headers=self._headers)
@@ -78,7 +122,12 @@ class HttpPrometheus:
             error = body.get("error") if isinstance(body, dict) else None
             if not error:  # a proxy's 401/403 page, or an empty body: the status says it all
                 error = f"{url}: HTTP {status}" if status != 200 else "unexpected response"
+            if (partial := _partial([str(error)])) is not None:
+                raise partial
             raise PrometheusError(str(error), status)
+        warnings = body.get("warnings")
+        if isinstance(warnings, list) and (partial := _partial(warnings)) is not None:
+            raise partial
         return body["data"]
 
     def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
@@ -86,18 +135,35 @@ class HttpPrometheus:
         # Thanos Query answers with the stores that did answer when another fails, and a warning: a
         # cluster's series missing from it would read as an empty query. partial_response=false makes it
         # an error instead (Prometheus ignores the parameter).
-        form = {"query": expr, "partial_response": "false"}
+        form = [("query", expr), ("partial_response", "false"), *self._dedup()]
         if at is not None:
-            form["time"] = f"{at:.3f}"
+            form.append(("time", f"{at:.3f}"))
         data = self._call("/api/v1/query", form)
         if data.get("resultType") in ("scalar", "string"):
             return [{"metric": {}, "value": data["result"]}]
         result = data.get("result", [])
-        return result if isinstance(result, list) else []
+        return without_replicas(result, self.replica_labels) if isinstance(result, list) else []
 
     def label_values(self, label: str) -> list[str]:
-        data = self._call(f"/api/v1/label/{urllib.parse.quote(label)}/values")
+        path = f"/api/v1/label/{urllib.parse.quote(label)}/values"
+        data = self._call(path + "?" + urllib.parse.urlencode([("partial_response", "false"), *self._dedup()]))
         return [str(v) for v in data] if isinstance(data, list) else []
+
+    def _dedup(self) -> list[tuple[str, str]]:
+        if not self.replica_labels:
+            return []  # Thanos Query's own --query.replica-label applies (and deduplication is its default)
+        return [("dedup", "true"), *(("replicaLabels[]", label) for label in self.replica_labels)]
+
+
+def without_replicas(result: list[dict[str, Any]], replica_labels: Sequence[str]) -> list[dict[str, Any]]:
+    """An instant vector with the replica labels dropped; series then alike are one (the first answered)."""
+    if not replica_labels:
+        return result
+    out: dict[tuple[tuple[str, str], ...], dict[str, Any]] = {}
+    for series in result:
+        metric = {k: v for k, v in (series.get("metric") or {}).items() if k not in replica_labels}
+        out.setdefault(tuple(sorted(metric.items())), {**series, "metric": metric})
+    return list(out.values())
 
 
 def _error_body(exc: urllib.error.HTTPError) -> Any:

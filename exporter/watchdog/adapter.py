@@ -2,6 +2,10 @@
 
 Dashboards are kept whole and expanded at every run with the watchdog's Prometheus: variables resolved as
 Grafana resolves them on load (query variables ask it), repeated panels once per value.
+
+On a store of many clusters (Thanos Query) the watchdog checks as its own cluster (`cluster`): every query, and
+every query of its diagnosis, gets the cluster's label matcher (KEDA reads its own cluster's series), and a
+dashboard's cluster variable resolves to the cluster, as a person picking it in Grafana sees the panels.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from typing import Any
 
 from exporter.check.evaluate import Checker
 from exporter.check.inputs import Query, dashboard_queries
-from exporter.sources.prometheus import Prometheus, PrometheusError
+from exporter.check.scope import Cluster, ClusterScoped
+from exporter.sources.prometheus import PartialResponseError, Prometheus, PrometheusError
 
-__all__ = ["Evaluator", "Outcome", "Query", "dashboard_text", "keda_query"]
+__all__ = ["Cluster", "Evaluator", "Outcome", "Query", "dashboard_text", "keda_query"]
 
 SYNTAX_ERROR = 400  # the status a PromQL syntax error gets from Prometheus itself
 
@@ -24,6 +29,7 @@ class Outcome:
     status: str  # "data", "empty", "allowed" (empty, and marked or known as expected) or "error"
     reasons: tuple[str, ...] = ()
     http_status: int = 0  # for "error": the answer's HTTP status, 0 when there was none
+    partial: str = ""  # for "error": the store behind Thanos Query that did not answer
     fix: str | None = None  # the query rewritten to the successor names the release history knows
     renames: tuple[tuple[str, str], ...] = ()  # (missing name, its successor) as the release history names them
 
@@ -64,15 +70,19 @@ class _Recorder:
 
 
 class Evaluator:
-    """Runs queries against one Prometheus for one watchdog run (names, releases, variables cached for it)."""
+    """Runs queries against one Prometheus for one watchdog run (names, releases, variables cached for it);
+    with `cluster`, as that cluster of a store of many sees them (see the module docstring)."""
 
-    def __init__(self, prometheus: Prometheus, lookback: str = "1d") -> None:
+    def __init__(self, prometheus: Prometheus, lookback: str = "1d", cluster: Cluster | None = None) -> None:
         self._recorder = _Recorder(prometheus)
-        self._checker = Checker(self._recorder, lookback=lookback)
+        self._cluster = cluster
+        scoped = ClusterScoped(self._recorder, cluster) if cluster is not None else self._recorder
+        self._checker = Checker(scoped, lookback=lookback)
 
     def dashboard(self, text: str) -> list[tuple[str, str, Query]]:
         """(where, query as written, query as Grafana runs it) of a dashboard kept by `dashboard_text`."""
-        return [(q.where, q.written, q) for q in dashboard_queries(json.loads(text), "", None, self._recorder)]
+        found = dashboard_queries(json.loads(text), "", None, self._recorder, cluster=self._cluster)
+        return [(q.where, q.written, q) for q in found]
 
     def evaluate(self, query: Query) -> Outcome:
         self._recorder.error = None
@@ -81,5 +91,6 @@ class Evaluator:
             return Outcome("data")
         if result.status == "error":
             error = self._recorder.error
-            return Outcome("error", tuple(result.reasons), error.status if error else SYNTAX_ERROR)
+            partial = error.part if isinstance(error, PartialResponseError) else ""
+            return Outcome("error", tuple(result.reasons), error.status if error else SYNTAX_ERROR, partial)
         return Outcome(result.status, tuple(result.reasons), fix=result.fix, renames=tuple(result.renames.items()))

@@ -20,7 +20,7 @@ from exporter.logs import LIMIT_KEY
 from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
 from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
 from exporter.watchdog import model
-from exporter.watchdog.adapter import Evaluator, Query, keda_query
+from exporter.watchdog.adapter import Cluster, Evaluator, Query, keda_query
 from exporter.watched import Watching
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,8 @@ def prometheus_client(config: WatchdogPrometheus, timeout: float) -> Prometheus:
     auth = config.basic_auth
     basic = (auth.username, read_secret(auth.password_file, "basic_auth.password_file")) if auth.username else None
     context = tls_context(config.tls.ca_file, config.tls.insecure_skip_verify)
-    return HttpPrometheus(config.url, timeout, token, basic_auth=basic, context=context)
+    replicas = config.replica_labels
+    return HttpPrometheus(config.url, timeout, token, basic_auth=basic, context=context, replica_labels=replicas)
 
 
 class WatchdogCollector(Watching):
@@ -57,6 +58,7 @@ class WatchdogCollector(Watching):
         max_queries: int,
         clock: Callable[[], float] = time.time,
         target: str = "",
+        cluster: Cluster | None = None,
     ) -> None:
         self._reflectors = Reflectors(reflectors)
         self._client = client
@@ -64,6 +66,7 @@ class WatchdogCollector(Watching):
         self._max_queries = max_queries
         self._clock = clock
         self._target = target  # the Prometheus URL, for the log
+        self._cluster = cluster  # this cluster, on a store of many
         self._lock = threading.Lock()
         self._verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
         self._errors: Counter[str] = Counter()
@@ -143,7 +146,7 @@ class WatchdogCollector(Watching):
             log.error("query watchdog: Prometheus %s: %s", self._target, exc)
             self._count(model.error_reason(exc.status, str(exc)))
             return
-        evaluator = Evaluator(prometheus)
+        evaluator = Evaluator(prometheus, cluster=self._cluster)
         verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
         for item, query in self._expand(evaluator, watched):
             outcome = evaluator.evaluate(query)
@@ -151,8 +154,10 @@ class WatchdogCollector(Watching):
             per_object = {LIMIT_KEY: item.owner}  # an old dashboard's many panels spend only its own lines
             if outcome.status == "error":
                 message = "; ".join(outcome.reasons)
-                self._count(model.error_reason(outcome.http_status, message))
+                self._count(model.error_reason(outcome.http_status, message, bool(outcome.partial)))
                 log.warning("query watchdog: %s: cannot check %r: %s", where, query.expr, message, extra=per_object)
+                if outcome.partial and item.key in self._verdicts:  # a store's outage resolves no alert
+                    verdicts[item.key] = self._verdicts[item.key]
             elif outcome.status == "empty":
                 reason = model.empty_reason(outcome.reasons, outcome.fix is not None)
                 verdicts[item.key] = model.Verdict(True, reason, outcome.renames, outcome.fix or "")
@@ -183,5 +188,6 @@ def build_watchdog_collectors(config: Watchdog, kubeconfig: str | None) -> list[
             config.interval_seconds,
             config.max_queries,
             target=config.prometheus.url,
+            cluster=Cluster(config.cluster_label, config.cluster) if config.cluster else None,
         )
     ]

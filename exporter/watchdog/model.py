@@ -18,7 +18,7 @@ DASHBOARD = "Dashboard"
 PAGES = ("ScaledObject", "ScaledJob")  # what LLMAutoscalerQueryEmpty pages on: checked and logged first
 MAX_LOCATION = 120  # characters of a location label: panel titles can be long
 MAX_FIX = 500  # characters of the rewritten query as a label; a longer one is left to the log
-ERROR_REASONS = ("unreachable", "unauthorized", "bad_query", "credentials", "error")
+ERROR_REASONS = ("unreachable", "unauthorized", "bad_query", "credentials", "partial_response", "error")
 EMPTY_REASONS = ("renamed", "never_present", "disappeared", "label_mismatch", "operators", "unknown")
 
 
@@ -135,7 +135,9 @@ def empty_reason(reasons: Iterable[str], renamed: bool = False) -> str:
     return "unknown"
 
 
-def error_reason(http_status: int, message: str) -> str:
+def error_reason(http_status: int, message: str, partial: bool = False) -> str:
+    if partial:  # a store behind Thanos Query did not answer: its series would be missing, not absent
+        return "partial_response"
     if http_status in (401, 403):
         return "unauthorized"
     if http_status in (400, 422):

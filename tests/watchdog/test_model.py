@@ -135,8 +135,8 @@ cluster:
         parse(text)
     assert sorted(info.value.errors) == sorted(
         [
-            "cluster.watchdog.colour: unknown key (known: dashboard_label, enabled, interval_seconds, max_queries, "
-            "prometheus, timeout_seconds)",
+            "cluster.watchdog.colour: unknown key (known: cluster, cluster_label, dashboard_label, enabled, "
+            "interval_seconds, max_queries, prometheus, timeout_seconds)",
             "cluster.watchdog.prometheus.tls.insecure_skip_verify: expected bool, got str 'yes'",
         ]
     )
