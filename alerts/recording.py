@@ -17,8 +17,6 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
   the context reserved against the p99 used, speculative decoding's acceptance, the load shed ratio, and the
   model bandwidth and FLOPs utilisation (the engine's estimated bytes read and FLOPs per GPU over the GPU's
   peak bandwidth and datasheet peak FLOPs, `llm_gpu_peak_flops`).
-- `llm-inference.cost` (alerts/cost.py): GPU-seconds per model, tokens per GPU-hour, cost per million tokens
-  and the idle cost of allocated GPUs that served no token, from the configured price per GPU-hour.
 """
 
 from __future__ import annotations
@@ -320,17 +318,11 @@ def _capacity(t: Thresholds) -> list[Recording]:
     return out
 
 
-def _cost_rules(t: Thresholds) -> list[Recording]:
-    from alerts.cost import recordings as cost
-
-    return cost(t)
-
-
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
     return [
         Recording(r.name, r.group, scoped(r.expr, t.selector), r.labels)
-        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(t), *_cost_rules(t), *_diagnosis(t))
+        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(t), *_diagnosis(t))
     ]
 
 
