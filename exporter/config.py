@@ -1,35 +1,32 @@
-"""Configuration: YAML file, then environment, then flags, into frozen dataclasses.
+"""The configuration schema: the YAML file's sections as frozen dataclasses, each with its checks.
 
 Every key is optional. Unknown or ill-typed keys are errors that name the key path; all errors of a file are
-reported at once (`ConfigError.errors`), so one edit fixes them all.
+reported at once (`ConfigError.errors`), so one edit fixes them all. The walk itself is
+`exporter.typed_loader`'s; flags and environment override the file in `exporter.cli`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import reprlib
-import types
 import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Literal
 from urllib.parse import urlsplit
 
-import yaml
-
+from exporter import typed_loader
 from exporter.engines.registry import EngineName
+from exporter.typed_loader import Loader
+
+# the loader's names that were defined here, for every importer of exporter.config
+ConfigError = typed_loader.ConfigError
+read_text = typed_loader.read_text
+read_yaml = typed_loader.read_yaml
+_quote = typed_loader.quote
+_key_text = typed_loader.key_text
+_literal_text = typed_loader.literal_text
 
 DEFAULT_LISTEN = "0.0.0.0:8490"
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
-
-
-class ConfigError(Exception):
-    """One or more configuration errors, each naming its key."""
-
-    def __init__(self, errors: list[str]) -> None:
-        self.errors = errors
-        super().__init__("invalid configuration:\n" + "\n".join(f"  - {e}" for e in errors))
 
 
 @dataclass(frozen=True)
@@ -264,157 +261,6 @@ def load(path: str | Path | None) -> Config:
     return parse(read_text(path), source=str(path))
 
 
-def read_text(path: str | Path) -> str:
-    """A config file's text; unreadable or non-UTF-8 files are a ConfigError naming the file."""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError([f"{path}: not UTF-8 text: byte {exc.object[exc.start]:#04x} at offset {exc.start}"]) from exc
-
-
-def read_yaml(text: str, source: str) -> Any:
-    """The YAML document in `text`; anything PyYAML cannot build is a ConfigError naming `source`."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{source}: not valid YAML: {exc}"]) from exc
-    except (ValueError, LookupError, AttributeError, OverflowError) as exc:
-        # PyYAML's constructors raise these, not YAMLError, for scalars they cannot build: `2001-13-45` and
-        # `0000-01-01` (datetime), `!!int abc`, an int of more than 4300 digits (Python's int-from-text
-        # limit): ValueError; `!!bool x`: KeyError; `!!int ''`: IndexError; `!!timestamp x`: AttributeError.
-        raise ConfigError([f"{source}: not valid YAML: {type(exc).__name__}: {exc}"]) from exc
-    except RecursionError as exc:  # PyYAML's composer recurses once per level: `[[[[…`
-        raise ConfigError([f"{source}: not valid YAML: nested too deeply"]) from exc
-
-
 def parse(text: str, source: str = "<config>") -> Config:
-    data = read_yaml(text, source)
-    if data is None:
-        data = {}
-    errors: list[str] = []
-    config = _build(Config, data, "", errors)
-    if errors:
-        raise ConfigError(errors)
-    return typing.cast(Config, config)
-
-
-def _join(path: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
-
-
-def _build(tp: Any, value: Any, path: str, errors: list[str]) -> Any:
-    """Check `value` against type `tp`, recording errors under `path`; returns the typed value."""
-    where = path or "config"
-    origin = get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, Mapping):
-            errors.append(f"{where}: expected a mapping, got {_kind(value)}")
-            return None
-        hints = typing.get_type_hints(tp)
-        fields = {f.name: f for f in dataclasses.fields(tp)}
-        kwargs: dict[str, Any] = {}
-        for key, item in value.items():
-            if key not in fields:
-                known = ", ".join(sorted(fields))
-                errors.append(f"{_join(path, _key_text(key))}: unknown key (known: {known})")
-                continue
-            kwargs[key] = _build(hints[key], item, _join(path, key), errors)
-        missing = [
-            name
-            for name, f in fields.items()
-            if name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        ]
-        errors.extend(f"{_join(path, name)}: required key missing" for name in missing)
-        if missing or any(v is None for v in kwargs.values()):
-            return None  # the errors are recorded; do not build a half-valid object
-        obj = typing.cast(Any, tp)(**kwargs)
-        validate = getattr(obj, "validate", None)
-        if validate is not None:
-            errors.extend(f"{_join(path, msg)}" for msg in validate())
-        return obj
-    if origin is Literal:
-        allowed = get_args(tp)
-        text = _literal_text(value)
-        if text not in allowed:
-            errors.append(f"{where}: must be one of {', '.join(map(str, allowed))}, got {_quote(value)}")
-            return None
-        return text
-    if origin is list:
-        if not isinstance(value, list):
-            errors.append(f"{where}: expected a list, got {_kind(value)}")
-            return None
-        (item_tp,) = get_args(tp)
-        return [_build(item_tp, item, _join(path, i), errors) for i, item in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            errors.append(f"{where}: expected a mapping, got {_kind(value)}")
-            return None
-        bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
-        for key in bad:
-            errors.append(f"{_join(path, _key_text(key))}: keys and values must be strings")
-        return None if bad else dict(value)
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in get_args(tp):
-            return None
-        (inner,) = [a for a in get_args(tp) if a is not type(None)]
-        return _build(inner, value, path, errors)
-    return _scalar(tp, value, where, errors)
-
-
-def _literal_text(value: Any) -> Any:
-    if isinstance(value, bool):  # YAML reads `enabled: true` as a bool
-        return "true" if value else "false"
-    return value
-
-
-def _scalar(tp: Any, value: Any, where: str, errors: list[str]) -> Any:
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                return float(value)
-            except OverflowError:  # an int beyond 1.8e308
-                errors.append(f"{where}: expected float, got an int too large for a float")
-                return None
-    elif tp is str:
-        if isinstance(value, str):
-            return value
-    else:  # pragma: no cover - a field type this loader does not know
-        raise TypeError(f"unsupported config type {tp!r}")
-    errors.append(f"{where}: expected {tp.__name__}, got {_kind(value)}")
-    return None
-
-
-_REPR = reprlib.Repr()  # Python 3.11's Repr takes no keyword arguments
-_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict = 2, 4, 4
-_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
-
-
-def _quote(value: Any) -> str:
-    """repr(value), bounded: a YAML alias bomb is small as text but astronomically large written out."""
-    try:
-        text = _REPR.repr(value)
-    except ValueError:  # an int of more than 4300 digits (YAML reads `0x…` of any length) has no decimal repr
-        return f"<{type(value).__name__} too large to write out>"
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _key_text(key: Any) -> str:
-    """A mapping key as an error's path names it: str(key), or _quote's placeholder where str() refuses."""
-    try:
-        return str(key)
-    except ValueError:
-        return _quote(key)
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else f"{type(value).__name__} {_quote(value)}"[:80]
+    """The configuration in `text` (YAML); a ConfigError lists every bad key."""
+    return typing.cast(Config, Loader().load(Config, read_yaml(text, source)))

@@ -13,7 +13,8 @@ The format is the Prometheus exporter-toolkit's, so one file serves this exporte
     basic_auth_users:
       prometheus: $2y$10$...                         # bcrypt hashes only, never clear text
 
-Every error of the file is reported at once, naming its key. Certificates are re-read when their files
+Every error of the file is reported at once, naming its key (the walk is `exporter.typed_loader`'s, as for
+the config file). Certificates are re-read when their files
 change (cert-manager rotates them in place), so a rotation needs no restart.
 """
 
@@ -23,14 +24,16 @@ import hashlib
 import os
 import ssl
 import threading
+import typing
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, ClassVar
 
 import bcrypt
 
-from exporter.config import ConfigError, read_text, read_yaml
+from exporter.typed_loader import Check, ConfigError, Loader, read_text, read_yaml
 
 CLIENT_AUTH = {
     "NoClientCert": ssl.CERT_NONE,
@@ -91,107 +94,111 @@ def load(path: str | Path) -> WebConfig:
     return web
 
 
+@dataclass(frozen=True)
+class _TlsSection:
+    """`tls_server_config` as written (fields in the order its unknown-key message lists them).
+
+    Its choices are checked in `validate`, not as Literal fields, so that a file's errors come in the order
+    of the checks: the files, then the client auth, then the versions.
+    """
+
+    REFUSED_KEYS: ClassVar[Mapping[str, str]] = UNSUPPORTED
+
+    cert_file: str | None = None
+    client_auth_type: str | None = None
+    client_ca_file: str | None = None
+    key_file: str | None = None
+    max_version: str | None = None
+    min_version: str | None = None
+
+    def configured(self) -> bool:
+        """A section with no value set (`{}`, or every key null) leaves TLS off."""
+        return self != _TlsSection()
+
+    def validate(self) -> list[str]:
+        if not self.configured():
+            return []
+        errors = [
+            f"{key}: required when TLS is configured" for key in ("cert_file", "key_file") if not getattr(self, key)
+        ]
+        auth = self.auth_type()
+        if auth not in CLIENT_AUTH:
+            errors.append(f"client_auth_type: must be one of {', '.join(CLIENT_AUTH)}, got {auth!r}")
+        elif auth != "NoClientCert" and not self.client_ca_file:
+            errors.append(f"client_ca_file: required when client_auth_type is {auth}")
+        versions = self.versions()
+        for key, text in versions.items():
+            if text not in VERSIONS:
+                errors.append(f"{key}: must be one of {', '.join(VERSIONS)}, got {text!r}")
+        if (
+            set(versions.values()) <= set(VERSIONS)
+            and VERSIONS[versions["min_version"]] > VERSIONS[versions["max_version"]]
+        ):
+            errors.append("min_version: is above max_version")
+        return errors
+
+    def auth_type(self) -> str:
+        return "NoClientCert" if self.client_auth_type is None else self.client_auth_type
+
+    def versions(self) -> dict[str, str]:
+        return {
+            "min_version": "TLS12" if self.min_version is None else self.min_version,
+            "max_version": "TLS13" if self.max_version is None else self.max_version,
+        }
+
+    def tls(self, base: Path) -> TlsConfig | None:
+        """The TLS settings, file names relative to `base`; None when the section sets nothing."""
+        if not self.configured():
+            return None
+        assert self.cert_file and self.key_file  # validate() holds
+        versions = {key: VERSIONS[text] for key, text in self.versions().items()}
+        ca = base / self.client_ca_file if self.client_ca_file else None
+        return TlsConfig(base / self.cert_file, base / self.key_file, CLIENT_AUTH[self.auth_type()], ca, **versions)
+
+
+def _users(users: dict[str, str]) -> list[str]:
+    errors = []
+    for user, hashed in users.items():
+        if not user or ":" in user:
+            errors.append(f"{user}: a user name is a non-empty string without ':'")
+        elif not hashed.startswith(("$2a$", "$2b$", "$2y$")) or len(hashed) != 60:
+            errors.append(f"{user}: expected a bcrypt hash ($2y$…, 60 characters), never a clear-text password")
+    return errors
+
+
+def _headers(headers: dict[str, str]) -> list[str]:
+    errors = []
+    for name, text in headers.items():
+        if "\n" in text or "\r" in text:
+            errors.append(f"{name}: a header is a string name and a one-line string value")
+        elif name.lower() in RESERVED_HEADERS:
+            errors.append(f"{name}: set by the server, cannot be configured")
+    return errors
+
+
+@dataclass(frozen=True)
+class _HttpSection:
+    headers: Annotated[dict[str, str], Check(_headers)] | None = None
+    http2: object = None  # accepted for compatibility: this server speaks HTTP/1.1
+
+
+@dataclass(frozen=True)
+class _File:
+    """The web config file as written (exporter-toolkit's keys)."""
+
+    tls_server_config: _TlsSection | None = None
+    http_server_config: _HttpSection | None = None
+    basic_auth_users: Annotated[dict[str, str], Check(_users)] | None = None
+
+
 def parse(text: str, base: Path = Path("."), source: str = "<web config>") -> WebConfig:
     """Parse and check a web config; relative file names are relative to `base` (the file's folder)."""
-    data = read_yaml(text, source)
-    data = {} if data is None else data
-    if not isinstance(data, dict):
-        raise ConfigError([f"{source}: expected a mapping, got {type(data).__name__}"])
-    errors: list[str] = []
-    known = ("tls_server_config", "http_server_config", "basic_auth_users")
-    errors += [f"{key}: unknown key (known: {', '.join(known)})" for key in data if key not in known]
-    tls = _tls(data.get("tls_server_config"), base, errors)
-    users = _users(data.get("basic_auth_users"), errors)
-    headers = _headers(data.get("http_server_config"), errors)
-    if errors:
-        raise ConfigError(errors)
-    return WebConfig(tls=tls, users=users, headers=headers)
-
-
-def _mapping(value: Any, where: str, errors: list[str]) -> dict[Any, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        errors.append(f"{where}: expected a mapping, got {type(value).__name__}")
-        return {}
-    return value
-
-
-def _tls(value: Any, base: Path, errors: list[str]) -> TlsConfig | None:
-    section = _mapping(value, "tls_server_config", errors)
-    if not section:
-        return None
-    where = "tls_server_config"
-    known = {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version"}
-    start = len(errors)
-    for key in section:
-        if key in UNSUPPORTED:
-            errors.append(f"{where}.{key}: {UNSUPPORTED[key]}")
-        elif key not in known:
-            errors.append(f"{where}.{key}: unknown key (known: {', '.join(sorted(known))})")
-    files: dict[str, Path | None] = {}
-    for key in ("cert_file", "key_file", "client_ca_file"):
-        name = section.get(key)
-        if name is None or name == "":
-            files[key] = None
-        elif not isinstance(name, str):
-            errors.append(f"{where}.{key}: expected a file name, got {type(name).__name__}")
-        else:
-            files[key] = base / name
-    for key in ("cert_file", "key_file"):
-        if key not in files or files[key] is None:
-            errors.append(f"{where}.{key}: required when TLS is configured")
-    auth = section.get("client_auth_type", "NoClientCert")
-    if not isinstance(auth, str) or auth not in CLIENT_AUTH:
-        errors.append(f"{where}.client_auth_type: must be one of {', '.join(CLIENT_AUTH)}, got {auth!r}")
-    elif auth != "NoClientCert" and files.get("client_ca_file") is None:
-        errors.append(f"{where}.client_ca_file: required when client_auth_type is {auth}")
-    versions = {}
-    for key, default in (("min_version", "TLS12"), ("max_version", "TLS13")):
-        text = section.get(key, default)
-        if not isinstance(text, str) or text not in VERSIONS:
-            errors.append(f"{where}.{key}: must be one of {', '.join(VERSIONS)}, got {text!r}")
-        else:
-            versions[key] = VERSIONS[text]
-    if len(versions) == 2 and versions["min_version"] > versions["max_version"]:
-        errors.append(f"{where}.min_version: is above max_version")
-    if len(errors) > start:
-        return None
-    cert, key = files["cert_file"], files["key_file"]
-    assert cert is not None and key is not None
-    return TlsConfig(cert, key, CLIENT_AUTH[auth], files["client_ca_file"], **versions)
-
-
-def _users(value: Any, errors: list[str]) -> dict[str, bytes]:
-    users = {}
-    for user, hashed in _mapping(value, "basic_auth_users", errors).items():
-        where = f"basic_auth_users.{user}"
-        if not isinstance(user, str) or not user or ":" in user:
-            errors.append(f"{where}: a user name is a non-empty string without ':'")
-        elif not isinstance(hashed, str) or not hashed.startswith(("$2a$", "$2b$", "$2y$")) or len(hashed) != 60:
-            errors.append(f"{where}: expected a bcrypt hash ($2y$…, 60 characters), never a clear-text password")
-        else:
-            users[user] = hashed.encode("ascii", errors="replace")
-    return users
-
-
-def _headers(value: Any, errors: list[str]) -> dict[str, str]:
-    section = _mapping(value, "http_server_config", errors)
-    headers: dict[str, str] = {}
-    for key in section:
-        if key == "http2":  # accepted for compatibility: this server speaks HTTP/1.1
-            continue
-        if key != "headers":
-            errors.append(f"http_server_config.{key}: unknown key (known: headers, http2)")
-    for name, text in _mapping(section.get("headers"), "http_server_config.headers", errors).items():
-        where = f"http_server_config.headers.{name}"
-        if not isinstance(name, str) or not isinstance(text, str) or "\n" in text or "\r" in text:
-            errors.append(f"{where}: a header is a string name and a one-line string value")
-        elif name.lower() in RESERVED_HEADERS:
-            errors.append(f"{where}: set by the server, cannot be configured")
-        else:
-            headers[name] = text
-    return headers
+    loader = Loader(sort_known=False, unknown_first=True, root=source)
+    file = typing.cast(_File, loader.load(_File, read_yaml(text, source)))
+    tls = file.tls_server_config.tls(base) if file.tls_server_config else None
+    users = {user: hashed.encode("ascii", errors="replace") for user, hashed in (file.basic_auth_users or {}).items()}
+    headers = file.http_server_config.headers if file.http_server_config else None
+    return WebConfig(tls=tls, users=users, headers=dict(headers or {}))
 
 
 class TlsContexts:
