@@ -24,7 +24,7 @@ def _serve(args: argparse.Namespace) -> int:
         server.check_telemetry_path(args.telemetry_path)
         if args.max_connections < 1:
             raise ValueError("--max-connections: must be at least 1")
-        collectors = roles.build(args.role, cfg, args.kubeconfig)
+        collectors = roles.build(args.role, cfg, args.kubeconfig, args.collectors)
     except (config.ConfigError, ValueError) as exc:
         print(f"llm-exporter: {exc}", file=sys.stderr)
         return 2
@@ -88,8 +88,62 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=int(os.environ.get("LLM_EXPORTER_MAX_CONNECTIONS", "64")),
         help="HTTP connections served at once; more are closed and counted (default: 64)",
     )
+    _add_collector_flags(p)
     _add_log_flags(p, argparse.SUPPRESS)  # after the subcommand too; when absent the top-level value stands
     p.set_defaults(func=_serve)
+
+
+class _CollectorFlag(argparse.Action):
+    """`--collector.<name>` / `--no-collector.<name>`: collector name -> on, the last flag of a name wins."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        name, on = self.const
+        setattr(namespace, self.dest, {**getattr(namespace, self.dest), name: on})
+
+
+def _add_collector_flags(p: argparse.ArgumentParser) -> None:
+    """One pair per row of the collector table (exporter-toolkit's spelling), overriding its config switch."""
+    from exporter.roles import TABLE
+
+    for entry in TABLE:
+        switch = entry.enabled_by or "always on"
+        p.add_argument(
+            f"--collector.{entry.name}",
+            dest="collectors",
+            action=_CollectorFlag,
+            nargs=0,
+            const=(entry.name, True),
+            help=f"{entry.role} role: {entry.help} (default: {switch}; --no-collector.{entry.name}: off)",
+        )
+        p.add_argument(
+            f"--no-collector.{entry.name}",
+            dest="collectors",
+            action=_CollectorFlag,
+            nargs=0,
+            const=(entry.name, False),
+            help=argparse.SUPPRESS,
+        )
+    p.set_defaults(collectors={})
+
+
+def _unknown_collector_flag(argv: Sequence[str]) -> str:
+    """The error for a `--collector.<name>` of no collector ("" when every one names a row)."""
+    from exporter.roles import check_name
+
+    for arg in argv:
+        for prefix in ("--collector.", "--no-collector."):
+            if arg.startswith(prefix):
+                try:
+                    check_name(arg.removeprefix(prefix).split("=", 1)[0])
+                except ValueError as exc:
+                    return str(exc)
+    return ""
 
 
 def _add_log_flags(p: argparse.ArgumentParser, default: object | None = None) -> None:
@@ -199,6 +253,9 @@ def _command(argv: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if _command(argv) == "serve" and (error := _unknown_collector_flag(argv)):
+        print(f"llm-exporter: {error}", file=sys.stderr)
+        return 2
     args = parser(_command(argv)).parse_args(argv)
     logs.configure(args.log_level, args.log_format)
     return int(args.func(args))

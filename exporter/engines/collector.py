@@ -236,12 +236,9 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
 
 def build_engine_collectors(config: Engines, kubeconfig: str | None) -> list[Collector]:
     """The node role's engine collector, with Kubernetes discovery when enabled (and then the replicas'
-    ready -> first token, which needs the discovered pods' Ready times)."""
-    if not config.kubernetes_discovery.enabled:
-        return [EngineCollector(config)]
-    from exporter.engines.kubernetes import DiscoveredTargets
-    from exporter.replicas.collector import FirstTokenCollector
+    ready -> first token, which needs the discovered pods' Ready times): those rows of `exporter.roles`."""
+    from exporter.config import Config
+    from exporter.roles import build_collectors
 
-    discovered = DiscoveredTargets(config.kubernetes_discovery, kubeconfig)
-    first_tokens = FirstTokenCollector(discovered.pods)
-    return [discovered, EngineCollector(config, discovered.targets, observers=[first_tokens.observe]), first_tokens]
+    rows = frozenset({"engine_discovery", "engines", "replica_first_token"})
+    return build_collectors("node", Config(engines=config), kubeconfig, only=rows)

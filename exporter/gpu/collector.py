@@ -178,9 +178,12 @@ class GpuCollector:
 
 
 def build_gpu_collectors(config: Gpu, kubeconfig: str | None = None) -> list[Collector]:
-    """The node role's GPU collectors: NVML readings, and pod attribution from the kubelet."""
-    if config.enabled == "false":
-        return []
+    """The node role's GPU collectors: NVML readings, and pod attribution from the kubelet; none when off."""
+    return [] if config.enabled == "false" else gpu_collectors(config, kubeconfig)
+
+
+def gpu_collectors(config: Gpu, kubeconfig: str | None = None) -> list[Collector]:
+    """The GPU collector and the GPU pods collector it reads its pods from (the `gpu` row of the table)."""
     from functools import partial
 
     from exporter.gpu.nodepods import NodePods

@@ -1,4 +1,4 @@
-"""The cluster role's engine pods: one watch feeds both the routes and the replica start-ups.
+"""The cluster role's engine pods: one watch feeds the routes, the replica start-ups and the audit.
 
 Engine pods are those the node role's discovery scrapes (the scrape annotation), or those
 `cluster.engine_label_selector` selects. They are a view of the cluster role's one pod watch
@@ -12,13 +12,12 @@ from typing import Any
 
 from exporter.audit.collector import AuditCollector
 from exporter.audit.model import parse_label_selector
-from exporter.audit.recognise import Recognition
 from exporter.config import Cluster
 from exporter.kube.pods import pod_watch
 from exporter.replicas import autoscalers, startup
 from exporter.replicas.collector import ReplicasCollector
-from exporter.routes.collector import RoutesCollector, make_reflectors
-from exporter.sources.kube import KubeConfigError, Reflector, ReflectorView, connect
+from exporter.routes.collector import RoutesCollector
+from exporter.sources.kube import Reflector, ReflectorView
 
 
 def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
@@ -34,30 +33,21 @@ def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
     return pod_watch(api, page_size=config.page_size).view(record)
 
 
+def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart]) -> ReplicasCollector:
+    """The replicas collector over the engine-pod watch, with the HorizontalPodAutoscalers that scale them."""
+    hpas = Reflector(api, "horizontalpodautoscalers", transform=autoscalers.autoscaler_record, optional=True)
+    return ReplicasCollector(pods, hpas)
+
+
 def build_engine_pod_collectors(
     config: Cluster, kubeconfig: str | None
 ) -> list[RoutesCollector | ReplicasCollector | AuditCollector]:
     """The routes, replicas and audit collectors (those enabled), sharing one engine-pod reflector; the audit
-    reads its measured cold starts from the replicas collector's start-up histograms."""
-    if not (config.routes.enabled or config.replicas.enabled or config.audit.enabled):
-        return []
-    try:
-        api = connect(kubeconfig)
-    except KubeConfigError:
-        return []  # the cluster collector reports the missing configuration; one failure, said once
-    pods = engine_pods(api, config)  # started with the first collector that reads it, stopped with the last
-    collectors: list[RoutesCollector | ReplicasCollector | AuditCollector] = []
-    if config.routes.enabled:
-        collectors.append(RoutesCollector({**make_reflectors(api, config.routes), "pods": pods}))
-    if config.replicas.enabled:
-        hpas = Reflector(api, "horizontalpodautoscalers", transform=autoscalers.autoscaler_record, optional=True)
-        collectors.append(ReplicasCollector(pods, hpas))
-    if config.audit.enabled:
-        replicas = next((c for c in collectors if isinstance(c, ReplicasCollector)), None)
-        histograms = replicas.startup_histograms if replicas is not None else None
-        how = Recognition(
-            f"{config.engine_annotation_prefix}/scrape",
-            parse_label_selector(config.engine_label_selector) if config.engine_label_selector else None,
-        )
-        collectors.append(AuditCollector.from_api(api, histograms, how, page_size=config.page_size))
-    return collectors
+    reads its measured cold starts from the replicas collector's start-up histograms. Those rows of
+    `exporter.roles`, which builds them."""
+    from exporter.config import Config
+    from exporter.roles import build_collectors
+
+    rows = frozenset({"routes", "replicas", "audit"})
+    built = build_collectors("cluster", Config(cluster=config), kubeconfig, only=rows)
+    return [c for c in built if isinstance(c, (RoutesCollector, ReplicasCollector, AuditCollector))]

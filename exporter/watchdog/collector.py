@@ -175,8 +175,12 @@ class WatchdogCollector(Watching):
 
 
 def build_watchdog_collectors(config: Watchdog, kubeconfig: str | None) -> list[WatchdogCollector]:
-    if not config.enabled:
-        return []
+    """The watchdog collector when the watchdog is enabled."""
+    return watchdog_collectors(config, kubeconfig) if config.enabled else []
+
+
+def watchdog_collectors(config: Watchdog, kubeconfig: str | None) -> list[WatchdogCollector]:
+    """The watchdog collector (the `watchdog` row of the table); none without a kubeconfig."""
     try:
         api = connect(kubeconfig)
     except KubeConfigError:
