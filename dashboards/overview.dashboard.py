@@ -552,7 +552,8 @@ health = Row(
             unit="short",
             width=8,
             description="Engine releases running, with how the version was learnt. Mixed versions during a rollout "
-            "are expected; a version_source of 'unknown' means the mapping may be guessing: check missing series.",
+            "are expected; a version_source of 'inferred' means the engine gave no version and it was read from "
+            "its metric names: the mapping may be guessing, check missing series.",
         ),
         timeseries(
             "Missing canonical series",

@@ -141,8 +141,8 @@ ENGINE_ASLEEP = _g(
 ENGINE_UP = _g("llm_engine_up", "1 when the last scrape of this engine target succeeded, else 0.", SOURCE)
 ENGINE_INFO = _g(
     "llm_engine_info",
-    "Engine version, value 1. version_source is 'endpoint' (from /version), 'inferred' (from the metric "
-    "names) or 'unknown'.",
+    "Engine version, value 1. version_source is 'endpoint' (from /version) or 'inferred' (from the metric "
+    "names present).",
     (*SOURCE, "version", "version_source"),
 )
 METRIC_PRESENT = _g(
@@ -165,7 +165,8 @@ SCRAPE_DURATION = _g(
 SCRAPE_ERROR = _g(
     "llm_engine_scrape_error",
     "1 for the reason the last scrape of this target failed (timeout, connect, http_status, too_large, "
-    "parse, metrics_disabled: the engine serves no metrics, e.g. llama.cpp without --metrics), else absent.",
+    "protocol: not HTTP or a broken answer, parse, metrics_disabled: the engine serves no metrics, e.g. "
+    "llama.cpp without --metrics, internal: an error in the exporter's own scrape code), else absent.",
     (*SOURCE, "reason"),
 )
 MAX_CONTEXT_TOKENS = _g(

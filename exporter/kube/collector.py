@@ -39,11 +39,9 @@ class ClusterCollector(Watching):
         make_reflectors: Callable[[Callable[[], None]], Mapping[str, Mirror[Any]]],
         *,
         max_pending_pods: int,
-        class_to_resource: Callable[[str], str | None] | None = None,
     ) -> None:
         """`make_reflectors(on_event)`: nodes, pods and optionally resourceslices, resourceclaims."""
         self._max_pending = max_pending_pods
-        self._class_to_resource = class_to_resource
         self._index = PodIndexCache()  # the bound pods' index, moved along with the changes between views
         self._families = Recomputed(self._compute)
         self._reflectors = Reflectors(make_reflectors(self.mark_dirty))
@@ -63,11 +61,8 @@ class ClusterCollector(Watching):
     def _compute(self) -> list[Family]:
         items = {name: r.items() for name, r in self._reflectors.items()}
         classes: dict[str, DeviceClassRecord] = items.get("deviceclasses") or {}
-        fallback = self._class_to_resource
 
         def to_resource(device_class: str) -> str | None:
-            if device_class not in classes and fallback is not None:
-                return fallback(device_class)
             return resource_of(device_class, classes)
 
         view = compute(
