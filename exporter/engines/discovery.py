@@ -20,7 +20,7 @@ from typing import Any
 from exporter.config import KubernetesDiscovery
 from exporter.engines import registry
 from exporter.engines.targets import EngineTarget, from_url
-from exporter.replicas.pod_fields import condition_since, workload_of
+from exporter.pod_fields import condition_since, workload_of
 
 ENGINES = (registry.AUTO, *registry.NAMES)
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from exporter.catalogue import engine as engine_spec
 from exporter.catalogue import replicas as spec
-from exporter.engines.collector import Outcome
-from exporter.engines.discovery import PodRecord
 from exporter.exposition import Family, render_labels
 from exporter.replicas import autoscalers, first_token, startup
 from exporter.sources.kube import Mirror, Reflectors
@@ -61,6 +60,42 @@ class ReplicasCollector(Watching):
             pod_info(pods),
             *autoscaler_families(scalers),
         ]
+
+
+class PodRecord(Protocol):
+    """What the first-token tracker reads of a discovered pod (`exporter.engines.discovery.PodRecord`)."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def ready(self) -> float | None: ...
+
+
+class _Target(Protocol):
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def pod(self) -> str: ...
+
+
+class _Mapped(Protocol):
+    @property
+    def samples(self) -> Mapping[Any, Sequence[tuple[str, str, float]]]: ...
+
+
+class Outcome(Protocol):
+    """What the first-token tracker reads of one engine scrape (`exporter.engines.collector.Outcome`): the
+    target's pod and, when the scrape mapped, its samples. A shape, not an import: the engine collector's
+    observers are plain callables, and neither package imports the other."""
+
+    @property
+    def target(self) -> _Target: ...
+    @property
+    def mapped(self) -> _Mapped | None: ...
 
 
 class FirstTokenCollector:

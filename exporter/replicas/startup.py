@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.replicas.pod_fields import condition_since, timestamp, workload_of
+from exporter.pod_fields import condition_since, timestamp, workload_of
 
 PHASES = ("scheduling", "starting")
 # seconds: a tiny model on a warm node starts in seconds, a 70B model pulling weights in tens of minutes
