@@ -113,7 +113,7 @@ def test_the_watchdog_flags_the_empty_trigger_of_cluster_b_only(keda: dict[str, 
         for url in urls.values():
             assert 'llm_query_check_errors_total{reason="partial_response"} 0' in metrics(url)
     log = (keda["tmp"] / "watchdog-b.log").read_text()
-    assert 'trigger 0 as cluster="b" sees it:' in log, log[-2000:]
+    assert r'trigger 0 as cluster=\"b\" sees it:' in log, log[-2000:]  # logfmt escapes the quotes
     assert "vllm:num_requests_waiting: never present in the last 1d" in log, log[-2000:]
 
 
