@@ -2,6 +2,11 @@
 
 Exit 0 when nobody waits, 1 with findings, 2 when the telemetry cannot tell (what is missing is named) or the
 input is bad (an unreachable or refusing Prometheus, a namespace or model without series, an empty window).
+
+Against a store of many clusters (Thanos Query), `--cluster VALUE` walks one cluster as its own Prometheus
+would: every query gets its `--cluster-label` matcher (`exporter.check.scope`, as `check` and the watchdog), each
+finding names it. `--replica-label` names the labels Prometheus replicas differ by, deduplicated on. A store that
+does not answer (a partial response) exits 2: the series it holds would be missing from every verdict.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ import re
 import sys
 import time
 
+from exporter.bundle.cluster import DEFAULT_LABEL, label_name
+from exporter.check.scope import Cluster
 from exporter.diagnose import render
 from exporter.diagnose.collect import Progress, read, rfc3339
 from exporter.diagnose.limits import DEFAULT
 from exporter.diagnose.promql import Scope
 from exporter.diagnose.walk import ScopeError, walk
-from exporter.sources.prometheus import HttpPrometheus, PrometheusError, read_secret
+from exporter.sources.prometheus import HttpPrometheus, PartialResponseError, PrometheusError, read_secret
 
 _DURATION = re.compile(r"^([0-9]+)(s|m|h|d|w)$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -32,6 +39,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", choices=("text", "markdown", "json"), default="text", help="default: text")
     p.add_argument("--bearer-token-file", metavar="FILE", help="send the token in this file to Prometheus")
     p.add_argument("--grafana-url", default="", metavar="URL", help="link each finding to its dashboard panel")
+    p.add_argument(
+        "--cluster",
+        default="",
+        metavar="VALUE",
+        help="one cluster of a store of many (Thanos Query): every query scoped to its value of --cluster-label",
+    )
+    p.add_argument(
+        "--cluster-label",
+        type=label_name,
+        default=DEFAULT_LABEL,
+        metavar="NAME",
+        help="the label that names clusters (render --cluster-label; default: %(default)s)",
+    )
+    p.add_argument(
+        "--replica-label",
+        action="append",
+        default=[],
+        type=label_name,
+        metavar="NAME",
+        help="a label that tells Prometheus replicas apart behind Thanos Query, deduplicated on and ignored "
+        "(repeatable; default: what Thanos Query runs with, --query.replica-label)",
+    )
 
 
 def parse_at(value: str, now: float) -> float:
@@ -55,6 +84,8 @@ def window_seconds(value: str) -> int:
 
 def explain(error: PrometheusError, url: str) -> str:
     """The Prometheus error as a person can act on it."""
+    if isinstance(error, PartialResponseError):
+        return f"{url}: {error}; the series that store holds would be missing from every verdict: nothing judged"
     if error.status == 401:
         return f"{url} answered 401 Unauthorized: give a valid token with --bearer-token-file"
     if error.status == 403:
@@ -80,11 +111,12 @@ def run(args: argparse.Namespace) -> int:
         at = parse_at(args.at, time.time())
         span = window_seconds(args.window)
         token = read_secret(args.bearer_token_file, "--bearer-token-file") if args.bearer_token_file else ""
-        source = HttpPrometheus(args.prometheus, bearer_token=token)
+        source = HttpPrometheus(args.prometheus, bearer_token=token, replica_labels=args.replica_label)
     except (ValueError, PrometheusError) as exc:
         print(f"llm-exporter diagnose: {exc}", file=sys.stderr)
         return 2
-    scope = Scope(args.namespace, args.model, args.window)
+    cluster = Cluster(args.cluster_label, args.cluster) if args.cluster else None
+    scope = Scope(args.namespace, args.model, args.window, cluster)
     try:
         readings = read(source, scope, at, DEFAULT, _progress())
         report = walk(readings, rfc3339(at - span), args.namespace)

@@ -56,4 +56,4 @@ def read(
         results[qid] = samples(source.query(expr, at=at))
     if progress is not None:
         progress("done", len(planned), len(planned))
-    return Readings(rfc3339(at), scope.window, texts, results, limits, scope.model)
+    return Readings(rfc3339(at), scope.window, texts, results, limits, scope.model, scope.cluster)

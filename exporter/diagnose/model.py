@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from exporter.check.scope import Cluster
 from exporter.diagnose.limits import DEFAULT, Limits
 
 STAGES = ("telemetry", "waiting", "routing", "scaling", "placement", "engine", "ingress")
@@ -40,6 +41,7 @@ class Finding:
     model: str
     panel: str  # the overview dashboard's panel title
     weight: float = 0.0  # the measure that orders findings of one stage (larger first)
+    cluster: str = ""  # the cluster of a store of many the walk was scoped to ("" for a Prometheus of one)
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class Readings:
     results: Mapping[str, tuple[Sample, ...]]
     limits: Limits = DEFAULT
     model: str = ""  # the --model of the walk: verdicts on workloads keep only those serving it
+    cluster: Cluster | None = None  # the --cluster every query was scoped to
 
     def samples(self, qid: str) -> tuple[Sample, ...]:
         return self.results.get(qid, ())

@@ -1,9 +1,12 @@
 """Links to the overview dashboard's panels: its fixed uid, and each panel's id (held equal to the generated
-dashboards/overview.json by a test), with the window as its time range and the scope as its variables."""
+dashboards/overview.json by a test), with the window as its time range and the scope (cluster, namespace,
+model) as its variables."""
 
 from __future__ import annotations
 
 import urllib.parse
+
+from exporter.bundle.cluster import VARIABLE
 
 UID = "llm-inference-overview"
 
@@ -23,8 +26,12 @@ PANEL_IDS = {
 }
 
 
-def link(grafana_url: str, panel: str, start_ms: int, end_ms: int, namespace: str, model: str) -> str:
+def link(
+    grafana_url: str, panel: str, start_ms: int, end_ms: int, namespace: str, model: str, cluster: str = ""
+) -> str:
     params = [("from", str(start_ms)), ("to", str(end_ms))]
+    if cluster:  # the dashboard rendered with --cluster-label filters on its `cluster` variable
+        params.append((f"var-{VARIABLE}", cluster))
     if namespace:
         params.append(("var-namespace", namespace))
     if model:

@@ -3,6 +3,9 @@
 A template writes `$NS` where the namespace matcher goes, `$NSM` for namespace and model, `$W` for the
 window, inside its selectors' braces: `llm_engine_up{$NS} == 0`. Rendered without a scope (the recording
 rules of the dashboard's Diagnosis row) the braces stay empty, which PromQL accepts after a metric name.
+
+A scope with a cluster (a store of many behind Thanos Query) scopes every query as `check` and the watchdog do
+(`exporter.check.scope.Cluster`): the cluster's matcher on every selector, its label kept by every aggregation.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+
+from exporter.check.scope import Cluster
 
 _LLM_SELECTOR = re.compile(r"\b(llm_[a-z0-9_]+)(?:\{([^}]*)\})?")
 
@@ -19,6 +24,7 @@ class Scope:
     namespace: str = ""
     model: str = ""
     window: str = "15m"
+    cluster: Cluster | None = None  # one cluster of a store of many; None: the Prometheus holds one cluster
 
 
 def quote(value: str) -> str:
@@ -30,8 +36,8 @@ def render(template: str, scope: Scope, selector: str = "") -> str:
     ns = f"namespace={quote(scope.namespace)}" if scope.namespace else ""
     nsm = ", ".join(m for m in (ns, f"model={quote(scope.model)}" if scope.model else "") if m)
     expr = template.replace("$NSM", nsm).replace("$NS", ns).replace("$W", scope.window)
-    expr = _tidy(expr)
-    return scoped(expr, selector)
+    expr = scoped(_tidy(expr), selector)
+    return scope.cluster.scoped(expr) if scope.cluster is not None else expr
 
 
 def _tidy(expr: str) -> str:

@@ -24,11 +24,12 @@ def linker(report: Report, grafana_url: str) -> Linker:
     if not grafana_url:
         return lambda f: f.panel
     start, end = _ms(report.start), _ms(report.end)
-    return lambda f: panels.link(grafana_url, f.panel, start, end, f.namespace or report.namespace, f.model)
+    return lambda f: panels.link(grafana_url, f.panel, start, end, f.namespace or report.namespace, f.model, f.cluster)
 
 
 def _scope(report: Report) -> str:
-    parts = [f"namespace {report.namespace}" if report.namespace else "all namespaces"]
+    parts = [f"{report.cluster.label} {report.cluster.value}"] if report.cluster is not None else []
+    parts.append(f"namespace {report.namespace}" if report.namespace else "all namespaces")
     if report.model:
         parts.append(f"model {report.model}")
     return ", ".join(parts)
@@ -57,6 +58,7 @@ def text(report: Report, grafana_url: str = "") -> str:
         lines += [
             "",
             f"{i}. [{f.stage}] {f.verdict}",
+            *([f"   {report.cluster.label}: {f.cluster}"] if report.cluster is not None else []),
             f"   owner: {f.owner}",
             f"   fix: {f.fix}",
             f"   panel: {link(f)}",
@@ -82,7 +84,10 @@ def markdown(report: Report, grafana_url: str = "") -> str:
     for i, f in enumerate(report.findings, 1):
         panel = link(f)
         shown = f"[{f.panel}]({panel})" if panel != f.panel else f.panel
-        lines += ["", f"**{i}. {f.stage}** ({f.owner}): {f.verdict}", "", f"- Fix: {f.fix}", f"- Panel: {shown}"]
+        lines += ["", f"**{i}. {f.stage}** ({f.owner}): {f.verdict}", ""]
+        if report.cluster is not None:
+            lines.append(f"- {report.cluster.label.capitalize()}: {f.cluster}")
+        lines += [f"- Fix: {f.fix}", f"- Panel: {shown}"]
         lines += [f"- Evidence: `{e.query}` = `{number(e.value)}` at {e.at}" for e in f.evidence]
     return "\n".join(lines) + "\n"
 
@@ -106,6 +111,7 @@ def as_json(report: Report, grafana_url: str = "") -> dict[str, Any]:
                 "owner": f.owner,
                 "namespace": f.namespace,
                 "model": f.model,
+                "cluster": f.cluster,
                 "panel": link(f),
             }
             for f in report.findings

@@ -4,8 +4,9 @@ waiting?) and the ranking (see the package docstring)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from exporter.check.scope import Cluster
 from exporter.diagnose.model import STAGES, Finding, Readings
 from exporter.diagnose.registry import VERDICTS
 from exporter.diagnose.verdicts.waiting import Wait, who_waits
@@ -35,6 +36,7 @@ class Report:
     waits: tuple[Wait, ...]  # the models whose users wait
     telemetry: tuple[Finding, ...]
     findings: tuple[Finding, ...]  # ranked, telemetry first
+    cluster: Cluster | None = None  # the one cluster of a store of many that every query was scoped to
 
     @property
     def exit_code(self) -> int:
@@ -53,23 +55,30 @@ def walk(r: Readings, start: str, namespace: str = "") -> Report:
     found: list[Finding] = []
     for verdict in VERDICTS:
         found.extend(verdict.judge(r, found))
+    if r.cluster is not None:  # every finding is of the cluster every query was scoped to
+        found = [replace(f, cluster=r.cluster.value) for f in found]
+    where = f" with {r.cluster}" if r.cluster is not None else ""
     telemetry = [f for f in found if f.stage == "telemetry"]
     waiting = [w for w in who_waits(r) if w.reasons]
     namespaces = sorted({s.label("namespace") for s in r.samples("scope.namespaces")})
     if not namespaces and (not telemetry or not r.samples("scope.targets")):
         raise ScopeError(
-            f"no engine series (llm_engine_info) in the {r.window} up to {r.at}: the window is empty "
-            "(is --at right, and does this Prometheus scrape the exporter?)"
+            f"no engine series (llm_engine_info){where} in the {r.window} up to {r.at}: the window is empty "
+            + (
+                "(are --cluster and --at right?)"
+                if r.cluster is not None
+                else "(is --at right, and does this Prometheus scrape the exporter?)"
+            )
         )
     if namespace and namespaces and namespace not in namespaces:
         raise ScopeError(
-            f"namespace {namespace!r} has no engine series (llm_engine_info) in the {r.window} up to {r.at}; "
+            f"namespace {namespace!r} has no engine series (llm_engine_info){where} in the {r.window} up to {r.at}; "
             f"namespaces with engines: {', '.join(namespaces)}"
         )
     models = sorted({s.label("model") for s in r.samples("scope.models")})
     if r.model and models and r.model not in models:
         raise ScopeError(
-            f"model {r.model!r} has no engine series (llm_requests_running) in the {r.window} up to {r.at}"
+            f"model {r.model!r} has no engine series (llm_requests_running){where} in the {r.window} up to {r.at}"
             f"{' in ' + namespace if namespace else ''}; models: {', '.join(models)}"
         )
     causes = [f for f in found if f.stage != "telemetry" and _waits_for(f, waiting)]
@@ -89,4 +98,5 @@ def walk(r: Readings, start: str, namespace: str = "") -> Report:
         tuple(waiting),
         tuple(rank(telemetry)),
         tuple(rank([*telemetry, *causes])),
+        r.cluster,
     )

@@ -49,8 +49,11 @@ class PartialResponseError(PrometheusError):
 
 
 # what Thanos says of a store that failed (pkg/store/proxy*.go), in a warning or, without partial responses,
-# in the error; PromQL's own warnings and infos ("PromQL warning: ...") say nothing of missing data
-_STORE_FAILED = re.compile(r"receive series from|failed to receive any data|No StoreAPIs matched", re.I)
+# in the error: one that answered with an error, one that cannot be dialled ("fetch series for"), none at all;
+# PromQL's own warnings and infos ("PromQL warning: ...") say nothing of missing data
+_STORE_FAILED = re.compile(
+    r"receive series from|fetch series for|failed to receive any data|No StoreAPIs matched", re.I
+)
 _STORE = re.compile(r"Addr: (?P<addr>\S+)(?: LabelSets: (?P<labels>.*?))?(?= Mint| MinTime| MaxTime|: rpc|$)")
 
 

@@ -150,7 +150,7 @@ class WatchdogCollector(Watching):
         verdicts: dict[tuple[str, str, str, str], model.Verdict] = {}
         for item, query in self._expand(evaluator, watched):
             outcome = evaluator.evaluate(query)
-            where = f"{item.owner} {item.location}"
+            where = f"{item.owner} {item.location}" + (f" as {self._cluster} sees it" if self._cluster else "")
             per_object = {LIMIT_KEY: item.owner}  # an old dashboard's many panels spend only its own lines
             if outcome.status == "error":
                 message = "; ".join(outcome.reasons)

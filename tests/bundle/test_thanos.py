@@ -1,14 +1,9 @@
-"""Two clusters behind Thanos, with real parts: in each cluster a Prometheus 3 with `external_labels:
-{cluster: a|b}` scrapes its own `llm-exporter serve` node role (over its own replayed vLLM engine) and
-cluster role, a Thanos sidecar serves it, one Thanos Query fans out to both, and Thanos Ruler evaluates the
-bundle's rules rendered with `--cluster-label cluster` through that Query.
-
-The two clusters use the same namespace, pod and model names (demo/vllm-0 serving "tiny"); cluster a has 7
-requests waiting, cluster b none. Both cluster roles watch one real control plane (kwok nodes with 2/2/1/1
-free GPUs, a 4-GPU pod left Pending), so a sum across the clusters would show every GPU twice. Every
-dashboard query (rendered with the label) returns, for each cluster, exactly what that cluster's own
-Prometheus returns for the single-cluster query, never the two summed; and LLMRequestQueueBacklog fires
-for cluster a only, carrying cluster="a". A cluster whose store fails is an error, not an empty result.
+"""Two clusters behind Thanos, with real parts (tests/bundle/thanos.py: a Prometheus 3 with `external_labels:
+{cluster: a|b}` per cluster, Thanos sidecars, Query and Ruler, the bundle's rules rendered with
+`--cluster-label cluster`; cluster a has 7 requests waiting, cluster b none). Every dashboard query (rendered
+with the label) returns, for each cluster, exactly what that cluster's own Prometheus returns for the
+single-cluster query, never the two summed; and LLMRequestQueueBacklog fires for cluster a only, carrying
+cluster="a". A cluster whose store fails is an error, not an empty result.
 """
 
 from __future__ import annotations
@@ -19,28 +14,22 @@ import math
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from exporter.bundle import cluster, render
+from exporter.bundle import render
 from exporter.check.evaluate import Checker
 from exporter.check.inputs import Query, file_queries
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
-from tests.bundle.replay import FakeEngine, fast_rules, node_config
-from tests.bundle.servers import process, prometheus, query, serve_exporter, static_job, wait_for, wait_http
-from tests.bundle.test_e2e import two_two_one_one
-from tests.kubecluster import start_cluster
+from tests.bundle.servers import process, prometheus, query, static_job, wait_for, wait_http
+from tests.bundle.thanos import CLUSTERS, LABEL
 from tests.peers import peer
 
 pytestmark = pytest.mark.slow
-
-CLUSTERS = {"a": 7, "b": 0}  # cluster -> requests waiting at its engine
-LABEL = "cluster"
 
 
 def instant(url: str, expr: str, at: float) -> list[dict[str, Any]]:
@@ -71,115 +60,6 @@ def same(a: dict[Any, float], b: dict[Any, float]) -> bool:
     return a.keys() == b.keys() and all(
         (math.isnan(a[k]) and math.isnan(b[k])) or math.isclose(a[k], b[k], rel_tol=1e-9, abs_tol=1e-12) for k in a
     )
-
-
-@pytest.fixture(scope="module")
-def thanos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("thanos")
-    binary = peer("thanos")
-    engines = {name: FakeEngine(waiting) for name, waiting in CLUSTERS.items()}
-    # each cluster's Prometheus records its own series with the single-cluster rules (its series have no
-    # cluster label; the sidecar adds the external one); Thanos Ruler evaluates the clustered rules over all
-    single = fast_rules(tmp / "single.yaml")
-    rules = tmp / "rules.yaml"
-    rules.write_text(cluster.rule_file(single.read_text(), LABEL))
-    try:
-        with ExitStack() as stack:
-            # one real control plane (kwok nodes, the real scheduler) that each cluster's cluster role
-            # watches: the same GPUs and pending pod twice, so a sum across clusters would show double
-            kube = stack.enter_context(start_cluster(tmp / "kube"))
-            two_two_one_one(kube)
-            proms, endpoints = {}, []
-            for name, engine in engines.items():
-                exporter, url = serve_exporter(
-                    tmp, f"node-{name}", "node", f"127.0.0.1:{free_port()}", node_config(engine)
-                )
-                wait_http(f"{url}/readyz", proc=stack.enter_context(exporter))
-                role, role_url = serve_exporter(
-                    tmp, f"cluster-{name}", "cluster", f"127.0.0.1:{free_port()}", {}, str(kube.admin_kubeconfig)
-                )
-                wait_http(f"{role_url}/readyz", timeout=60, proc=stack.enter_context(role))
-                scrape = [
-                    static_job("llm-exporter", [url]),
-                    static_job("llm-exporter-cluster", [role_url])
-                    | {"relabel_configs": [{"target_label": "job", "replacement": "llm-exporter"}]},
-                ]
-                prom = stack.enter_context(
-                    prometheus(
-                        tmp / f"prom-{name}",
-                        scrape,
-                        rule_files=[single],
-                        external_labels={LABEL: name},
-                    )
-                )
-                proms[name] = prom
-                grpc, http = free_port(), free_port()
-                args = [
-                    binary,
-                    "sidecar",
-                    f"--prometheus.url={prom}",
-                    f"--tsdb.path={tmp / f'prom-{name}' / 'data'}",
-                    f"--grpc-address=127.0.0.1:{grpc}",
-                    f"--http-address=127.0.0.1:{http}",
-                    "--log.level=warn",
-                ]
-                sidecar = stack.enter_context(process(args, tmp / f"sidecar-{name}.log"))
-                wait_http(f"http://127.0.0.1:{http}/-/ready", timeout=60, proc=sidecar)
-                endpoints.append(f"127.0.0.1:{grpc}")
-            rule_grpc, rule_http = free_port(), free_port()
-            query_grpc, query_http = free_port(), free_port()
-            query_url = f"http://127.0.0.1:{query_http}"
-            args = [
-                binary,
-                "query",
-                f"--grpc-address=127.0.0.1:{query_grpc}",
-                f"--http-address=127.0.0.1:{query_http}",
-                *(f"--endpoint={e}" for e in endpoints),
-                "--query.replica-label=replica",
-                "--log.level=warn",
-            ]
-            querier = stack.enter_context(process(args, tmp / "query.log"))
-            wait_http(f"{query_url}/-/ready", timeout=60, proc=querier)
-            ruler_url = f"http://127.0.0.1:{rule_http}"
-            args = [
-                binary,
-                "rule",
-                f"--data-dir={tmp / 'rule'}",
-                f"--rule-file={rules}",
-                f"--query={query_url.removeprefix('http://')}",
-                f"--grpc-address=127.0.0.1:{rule_grpc}",
-                f"--http-address=127.0.0.1:{rule_http}",
-                "--eval-interval=1s",
-                '--label=replica="ruler-0"',
-                "--log.level=warn",
-            ]
-            ruler = stack.enter_context(process(args, tmp / "rule.log"))
-            wait_http(f"{ruler_url}/-/ready", timeout=60, proc=ruler)
-            # the Ruler serves its recorded series over the Store API only: a Query of its own reads them
-            recorded_http = free_port()
-            args = [
-                binary,
-                "query",
-                f"--grpc-address=127.0.0.1:{free_port()}",
-                f"--http-address=127.0.0.1:{recorded_http}",
-                f"--endpoint=127.0.0.1:{rule_grpc}",
-                "--query.replica-label=replica",
-                "--log.level=warn",
-            ]
-            recorded = stack.enter_context(process(args, tmp / "query-recorded.log"))
-            recorded_url = f"http://127.0.0.1:{recorded_http}"
-            wait_http(f"{recorded_url}/-/ready", timeout=60, proc=recorded)
-            yield {
-                "query": query_url,
-                "ruler": ruler_url,
-                "recorded": recorded_url,
-                "prometheus": proms,
-                "endpoints": endpoints,
-                "tmp": tmp,
-            }
-    finally:
-        for engine in engines.values():
-            engine.close()
 
 
 def test_every_dashboard_query_returns_each_clusters_own_values(thanos: dict[str, Any], tmp_path: Path) -> None:

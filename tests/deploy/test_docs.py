@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from exporter import cli
 from exporter.catalogue import ALL
 from exporter.check import promql
-from exporter.config import KubernetesDiscovery
+from exporter.config import KubernetesDiscovery, parse
 from tests.bundle import servers
 from tests.deploy.manifests import BASE, ROOT, render
 
@@ -96,3 +97,17 @@ def test_the_objects_the_docs_name_exist() -> None:
     for path in DOCS:
         for overlay in re.findall(r"deploy/overlays/([\w-]+)", path.read_text(encoding="utf-8")):
             assert overlay in overlays, f"{path.name}: {overlay}"
+
+
+def test_the_multi_cluster_watchdog_config_is_one_the_exporter_reads() -> None:
+    (block,) = [b for b in blocks(ROOT / "docs" / "install.md", "yaml") if "watchdog:" in b]
+    watchdog = parse(block, "docs/install.md").cluster.watchdog
+    assert (watchdog.enabled, watchdog.cluster, watchdog.cluster_label) == (True, "prod-eu", "cluster")
+    assert watchdog.prometheus.replica_labels == ["replica"]
+
+
+def test_the_multi_cluster_commands_take_the_flags_shown() -> None:
+    (block,) = [b for b in blocks(ROOT / "docs" / "install.md", "sh") if "--cluster" in b]
+    for line in block.splitlines():
+        argv = line.split("#")[0].split()[1:]  # without `llm-exporter` and the comment
+        cli.parser(argv[0]).parse_args(argv)
