@@ -1,7 +1,7 @@
 # One task runner; CI runs `make test` (through .ci/run).
 PY := .venv/bin/python
 
-.PHONY: setup peers llama-server demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling bench-wire vllm-env clean
+.PHONY: setup peers llama-server demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-node bench-scaling bench-wire bench-fleet vllm-env clean
 
 setup:
 	@bash scripts/setup.sh
@@ -74,6 +74,9 @@ bench-wire: setup
 
 bench-gpu: setup
 	$(PY) bench/bench_gpu.py
+
+bench-fleet: setup
+	$(PY) bench/bench_fleet.py
 
 bench-cluster: setup
 	$(PY) bench/bench_cluster.py --scale 1

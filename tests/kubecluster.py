@@ -97,8 +97,9 @@ class PortTaken(RuntimeError):
 
 
 @contextmanager
-def start_cluster(workdir: Path) -> Iterator[Cluster]:
+def start_cluster(workdir: Path, tuning: Mapping[str, Mapping[str, str]] | None = None) -> Iterator[Cluster]:
     """The control plane and kwok, ready (see the module docstring); everything stopped afterwards.
+    `tuning`: extra flags per component ({"kube-controller-manager": {"kube-api-qps": "500"}}).
 
     Ports are picked free and bound by the components moments later; in between, any process (an outgoing
     connection's ephemeral port) may take one. Then the bring-up starts again, on fresh ports and in a
@@ -106,7 +107,8 @@ def start_cluster(workdir: Path) -> Iterator[Cluster]:
     for attempt in range(1, PORT_ATTEMPTS + 1):
         stack = ExitStack()
         try:
-            cluster = stack.enter_context(_started(workdir if attempt == 1 else workdir / f"retry-{attempt}"))
+            folder = workdir if attempt == 1 else workdir / f"retry-{attempt}"
+            cluster = stack.enter_context(_started(folder, tuning or {}))
         except PortTaken:
             stack.close()
             if attempt == PORT_ATTEMPTS:
@@ -118,7 +120,7 @@ def start_cluster(workdir: Path) -> Iterator[Cluster]:
 
 
 @contextmanager
-def _started(workdir: Path) -> Iterator[Cluster]:
+def _started(workdir: Path, tuning: Mapping[str, Mapping[str, str]]) -> Iterator[Cluster]:
     workdir.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA(organization_name="llm-inference-exporter tests")
     ca.cert_pem.write_to_path(str(workdir / "ca.pem"))
@@ -146,7 +148,7 @@ def _started(workdir: Path) -> Iterator[Cluster]:
     )
 
     def component(name: str, options: Mapping[str, str]) -> Component:
-        made = Component(name, [peer(name), *flags(options)], workdir / f"{name}.log")
+        made = Component(name, [peer(name), *flags({**options, **tuning.get(name, {})})], workdir / f"{name}.log")
         cluster._components[name] = made
         return made
 
