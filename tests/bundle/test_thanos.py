@@ -31,7 +31,7 @@ from exporter.check.evaluate import Checker
 from exporter.check.inputs import Query, file_queries
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
-from tests.bundle.replay import FakeEngine, fast_rules, node_config
+from tests.bundle.replay import ReplayedVllm, fast_rules, node_config
 from tests.bundle.servers import process, prometheus, query, serve_exporter, static_job, wait_for, wait_http
 from tests.bundle.test_e2e import two_two_one_one
 from tests.kubecluster import start_cluster
@@ -77,7 +77,7 @@ def same(a: dict[Any, float], b: dict[Any, float]) -> bool:
 def thanos(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("thanos")
     binary = peer("thanos")
-    engines = {name: FakeEngine(waiting) for name, waiting in CLUSTERS.items()}
+    engines = {name: ReplayedVllm(waiting) for name, waiting in CLUSTERS.items()}
     # each cluster's Prometheus records its own series with the single-cluster rules (its series have no
     # cluster label; the sidecar adds the external one); Thanos Ruler evaluates the clustered rules over all
     single = fast_rules(tmp / "single.yaml")

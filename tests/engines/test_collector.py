@@ -122,7 +122,7 @@ def test_more_hanging_targets_than_workers_keep_the_scrape_within_its_deadline()
             fetched = hang.metrics_requests
         finally:
             collector.close()
-            hang.stop_event.set()
+            hang.stopping.set()
     assert max(took) < 0.5 + 0.25 + 0.3, took
     # fetches queued past the deadline are never started: no more than the workers at once, per scrape
     assert fetched <= 3 * MAX_WORKERS, fetched
