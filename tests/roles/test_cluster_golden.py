@@ -125,8 +125,7 @@ def build_scenario(cluster: Cluster) -> None:
     }
     for name, spec in nodes.items():
         cluster.add_node(name, **spec)
-    for name in nodes:
-        wait_for(lambda name=name: cluster.node_ready(name), 60, f"node {name} Ready")
+    wait_for(lambda: all(cluster.node_ready(name) for name in nodes), 60, "the nodes Ready (kwok, controllers)")
     install_keda_crds(cluster)
     cluster.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     account = f"/api/v1/namespaces/{NS}/serviceaccounts/default"  # pods are admitted once it exists
