@@ -6,6 +6,13 @@ from exporter.audit.base import DEFAULT_COLD_START_SECONDS, Check, Outcome, Subj
 from exporter.audit.model import Surroundings
 
 
+def _against(budget: float, threshold: Threshold, failing: str, passing: str) -> Outcome:
+    """Failing when the probe's budget is shorter than the start-up it must outlast."""
+    if budget < threshold.value:
+        return fail(f"{failing}, less than the start-up ({seconds(threshold.value)})", threshold)
+    return ok(passing, threshold)
+
+
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     c = subject.engine_container
     measured = subject.measured.starting_seconds or subject.measured.cold_start_seconds
@@ -20,13 +27,6 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     budget = c.liveness.budget_seconds
     failing = f"no startupProbe, and the livenessProbe restarts it after {seconds(budget)}"
     return _against(budget, threshold, failing, f"no startupProbe, but the livenessProbe waits {seconds(budget)}")
-
-
-def _against(budget: float, threshold: Threshold, failing: str, passing: str) -> Outcome:
-    """Failing when the probe's budget is shorter than the start-up it must outlast."""
-    if budget < threshold.value:
-        return fail(f"{failing}, less than the start-up ({seconds(threshold.value)})", threshold)
-    return ok(passing, threshold)
 
 
 CHECK = Check(
