@@ -1,9 +1,9 @@
 """The whole exposition of `llm-exporter serve --role cluster`, byte for byte (node_exporter's e2e-output.txt).
 
 The exporter runs as shipped, in its own process, against a real control plane (tests/kubecluster.py: etcd,
-kube-apiserver, controller manager, scheduler, kwok) of its own: the session's shared one holds other tests'
-nodes and pods, which are part of a whole exposition. The scenario, small and with every collector of the
-role in it:
+kube-apiserver, controller manager, scheduler, kwok) of its own: the suite's shared one (the kube_cluster
+fixture) holds other tests' nodes and pods, which are part of a whole exposition. The scenario, small and
+with every collector of the role in it:
 - GPU nodes: gpu-a (4 GPUs, where the engine runs with 2), gpu-b (2), gpu-c (8, cordoned) and a CPU node;
 - a pod asking for 4 GPUs, Pending with 4 free ones spread 2/2: fragmented (cluster);
 - an engine Deployment (vLLM, 2 GPUs, opted in for scraping), its Service and an Ingress with its timeout
