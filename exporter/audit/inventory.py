@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,20 @@ class Inventory:
     skipped: dict[str, int] = field(default_factory=dict)  # kinds no check reads, with how many
 
 
+_Reader = Callable[[Mapping[str, Any], str, Source], Any]
+# kind -> (its reader, the Surroundings list it joins, whether one the reader refuses is still not a skipped kind)
+_AROUND: dict[str, tuple[_Reader, str, bool]] = {
+    **{
+        k: (model.autoscaler, "autoscalers", False)
+        for k in ("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler")
+    },
+    "PodDisruptionBudget": (lambda obj, ns, _: model.pdb(obj, ns), "pdbs", True),
+    "Service": (lambda obj, ns, _: model.service(obj, ns), "services", True),
+    **{kind: (model.frontend, "frontends", False) for kind in ("Ingress", "HTTPRoute", "Route")},
+    "InferencePool": (lambda obj, ns, _: model.inference_pool(obj, ns), "inference_pools", False),
+}
+
+
 def add(
     inv: Inventory, obj: Mapping[str, Any], source: Source = model.NO_SOURCE, default_namespace: str = "default"
 ) -> None:
@@ -45,28 +59,12 @@ def add(
             inv.workloads.append(w)
             inv.around.workloads.append(w)
         return
-    if kind in ("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"):
-        a = model.autoscaler(obj, ns, source)
-        if a is not None:
-            inv.around.autoscalers.append(a)
-            return
-    elif kind == "PodDisruptionBudget":
-        if (p := model.pdb(obj, ns)) is not None:
-            inv.around.pdbs.append(p)
-        return
-    elif kind == "Service":
-        if (s := model.service(obj, ns)) is not None:
-            inv.around.services.append(s)
-        return
-    elif kind in ("Ingress", "HTTPRoute", "Route"):
-        f = model.frontend(obj, ns, source)
-        if f is not None:
-            inv.around.frontends.append(f)
-            return
-    elif kind == "InferencePool":
-        pool = model.inference_pool(obj, ns)
-        if pool is not None:
-            inv.around.inference_pools.append(pool)
+    if kind in _AROUND:
+        read, joins, always = _AROUND[kind]
+        item = read(obj, ns, source)
+        if item is not None:
+            getattr(inv.around, joins).append(item)
+        if item is not None or always:
             return
     elif kind == "Node":
         if (n := model.node(obj)) is not None:

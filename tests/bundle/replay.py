@@ -12,6 +12,7 @@ from typing import Any
 from alerts import formats
 from alerts.thresholds import DEFAULT
 from tests.bundle.servers import Served
+from tests.fakes.engine import FakeEngine
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/vllm/0.32.0.prom"
 COUNTER = re.compile(r"^(vllm:\S+?(?:_total|_bucket|_count|_sum)(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
@@ -25,7 +26,9 @@ def vllm_body(scrape: int, waiting: int = 7) -> str:
     return COUNTER.sub(lambda m: f"{m.group(1)} {float(m.group(2)) * scrape + scrape}", body)
 
 
-class FakeEngine(Served):
+class ReplayedVllm(FakeEngine):
+    """vLLM 0.32.0 replayed: its /version, and its recorded /metrics body growing with each scrape."""
+
     def __init__(self, waiting: int = 7) -> None:
         self.scrapes = 0
         self.waiting = waiting
@@ -40,7 +43,7 @@ class FakeEngine(Served):
         return 404, ""
 
 
-def node_config(engine: FakeEngine) -> dict[str, Any]:
+def node_config(engine: ReplayedVllm) -> dict[str, Any]:
     """The node role's engines: the replayed vLLM, as pod demo/vllm-0 (the engine workload's first pod)."""
     target = {"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}
     return {"engines": {"timeout_seconds": 0.8, "targets": [target]}}

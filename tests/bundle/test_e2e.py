@@ -32,7 +32,7 @@ from exporter.cli import parser
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
-from tests.bundle.replay import FakeEngine, delivered, fast_rules, node_config
+from tests.bundle.replay import ReplayedVllm, delivered, fast_rules, node_config
 from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.kube.objects import pod
@@ -69,7 +69,7 @@ def serve(
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("e2e")
-    engine, webhook = FakeEngine(), Served()
+    engine, webhook = ReplayedVllm(), Served()
     rules = fast_rules(tmp / "rules.yaml")
     node_cfg = node_config(engine)
     assigned = {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}

@@ -20,7 +20,7 @@ from typing import Any
 
 from exporter.bundle import cluster
 from exporter.demo.vllm_env import free_port
-from tests.bundle.replay import FakeEngine, fast_rules, node_config
+from tests.bundle.replay import ReplayedVllm, fast_rules, node_config
 from tests.bundle.servers import process, prometheus, serve_exporter, static_job, wait_http
 from tests.bundle.test_e2e import two_two_one_one
 from tests.kubecluster import start_cluster
@@ -88,7 +88,7 @@ def cluster_prometheus(
 @contextmanager
 def stores(tmp: Path) -> Iterator[dict[str, Any]]:
     binary = peer("thanos")
-    engines = {name: FakeEngine(waiting) for name, waiting in CLUSTERS.items()}
+    engines = {name: ReplayedVllm(waiting) for name, waiting in CLUSTERS.items()}
     # each cluster's Prometheus records its own series with the single-cluster rules (its series have no
     # cluster label; the sidecar adds the external one); Thanos Ruler evaluates the clustered rules over all
     single = fast_rules(tmp / "single.yaml")

@@ -21,7 +21,7 @@ from exporter.check.evaluate import Checker
 from exporter.check.inputs import Query, file_queries
 from exporter.check.offline import OfflineChecker, TargetError, parse_target
 from exporter.sources.prometheus import HttpPrometheus
-from tests.bundle.replay import FakeEngine
+from tests.bundle.replay import ReplayedVllm
 from tests.bundle.servers import Served, prometheus, query, static_job, wait_for
 from tests.engines.engine_bodies import body
 
@@ -147,7 +147,7 @@ def routers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     )
     v8 = _serve(body("llmd_epp", "v0.8.0", None))
     v8_own = _serve(_stored("gie-v1.5.0-scheduler_attempts_total_metrics"))
-    vllm = FakeEngine()
+    vllm = ReplayedVllm()
     served = (v10, v10_own, v8, v8_own, vllm)
     ns = {"namespace": "llm-d"}
 

@@ -23,7 +23,7 @@ from exporter.check.evaluate import Checker
 from exporter.check.inputs import BadFileError, Query, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, parse_target
 from exporter.sources.prometheus import HttpPrometheus
-from tests.bundle.replay import FakeEngine
+from tests.bundle.replay import ReplayedVllm
 from tests.bundle.servers import Served, prometheus, query, static_job, wait_for
 from tests.engines.engine_bodies import body
 
@@ -85,7 +85,7 @@ def growing(text: str) -> Callable[[str], tuple[int, str]]:
 def proms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """Two Prometheus servers: vLLM, SGLang and TGI in one; LMDeploy alone in the other, since its dashboard
     filters on the model it was written for and the vLLM dashboards' `label_values(model_name)` would pick it."""
-    vllm = FakeEngine()
+    vllm = ReplayedVllm()
     served = {
         "sglang": body("sglang", "0.5.23"),
         "tgi": tgi_body(),
@@ -184,7 +184,7 @@ def test_native_histograms_read_the_same_both_ways(tmp_path: Path) -> None:
     # the scrape converts vLLM's classic histograms to native ones: no _bucket series in Prometheus
     expr = "histogram_quantile(0.9, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket[5m])))"
     config = tmp_path / "prometheus.yml"
-    vllm = FakeEngine()
+    vllm = ReplayedVllm()
     try:
         job = {**static_job("vllm", [vllm.url]), "convert_classic_histograms_to_nhcb": True}
         config.write_text(json.dumps({"scrape_configs": [job]}))

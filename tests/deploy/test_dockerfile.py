@@ -4,7 +4,6 @@ that carries exactly what the build copies."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from exporter import cli, config, server
+from tests import golden
 from tests.deploy import lockfile
 from tests.deploy.manifests import ROOT
 
@@ -115,9 +115,7 @@ def test_the_pinned_build_backend_satisfies_pyproject() -> None:
 
 def test_the_lock_is_the_closure_of_the_runtime_dependencies() -> None:
     expected = lockfile.render(lockfile.closure(lockfile.runtime_requirements()))
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        lockfile.LOCK.write_text(expected, encoding="utf-8")
-    assert lockfile.LOCK.read_text(encoding="utf-8") == expected, "stale: rerun with UPDATE_GOLDEN=1"
+    golden.check(lockfile.LOCK, expected)
 
 
 def test_the_lock_satisfies_every_runtime_requirement() -> None:

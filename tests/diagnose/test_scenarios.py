@@ -5,7 +5,6 @@ conclusions in the write-ups' order; missing telemetry exit 2 naming what is mis
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from exporter.diagnose.collect import read, rfc3339
 from exporter.diagnose.promql import Scope
 from exporter.diagnose.walk import Report, walk
 from exporter.sources.prometheus import HttpPrometheus
+from tests import golden
 from tests.bundle.servers import PROMETHEUS, process
 from tests.diagnose import scenarios
 from tests.diagnose.replay import replayed
@@ -131,12 +131,8 @@ def test_golden_outputs(cluster: str, capsys: pytest.CaptureFixture[str], namesp
         args += ["--grafana-url", "https://grafana.example.com"]
     code, out, _ = diagnose(capsys, *args)
     assert code == 1
-    golden = GOLDEN / f"{namespace}.{'md' if output == 'markdown' else 'txt'}"
     got = _normalised(out).replace(cluster, "PROMETHEUS")
-    if os.environ.get("UPDATE_GOLDEN") == "1":  # a deliberate, reviewed step: the diff is the review
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(got)
-    assert got == golden.read_text()
+    golden.check(GOLDEN / f"{namespace}.{'md' if output == 'markdown' else 'txt'}", got)
 
 
 def test_unknown_namespace_and_model(cluster: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.engines.engine_bodies import body
+from tests.fakes.engine import FakeEngine
 
 
 def routes(engine: str, version: str, answered: str | None, metrics_enabled: bool = True) -> dict[str, tuple[int, str]]:
@@ -38,42 +37,8 @@ def routes(engine: str, version: str, answered: str | None, metrics_enabled: boo
     raise KeyError(engine)
 
 
-class FakeEngine(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, paths: dict[str, tuple[int, str]]) -> None:
-        self.paths = paths
-        self.requested: list[str] = []
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: FakeEngine
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.server.requested.append(self.path)
-        status, text = self.server.paths.get(self.path, (404, "Not Found"))
-        data = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
 @contextmanager
 def fake_engine(paths: dict[str, tuple[int, str]]) -> Iterator[FakeEngine]:
-    server = FakeEngine(paths)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    """The fake engine serving `paths` (anything else: 404)."""
+    with FakeEngine(lambda path: paths.get(path, (404, "Not Found"))) as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()

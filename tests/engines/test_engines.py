@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from exporter.engines.collector import Outcome, build_families
 from exporter.engines.history import histories
 from exporter.engines.targets import from_url
 from exporter.exposition import render
+from tests import golden
 from tests.engines.engine_bodies import body
 
 GOLDEN = Path(__file__).parent / "golden" / "engines"
@@ -62,10 +62,7 @@ def test_golden_mapping_per_release(engine: str, version: str) -> None:
     # LMDeploy and llama.cpp sdist builds have no usable version: their release is inferred from the names
     answered = None if engine in ("lmdeploy", "llamacpp") else version
     text = exposition(engine, body(engine, version), answered)
-    path = GOLDEN / f"{engine}-{version}.prom"
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{path.name} differs; UPDATE_GOLDEN=1 rewrites it"
+    golden.check(GOLDEN / f"{engine}-{version}.prom", text)
     # a release's full name set is never reported as missing anything: the table says what it exposes
     assert not re.search(r"^llm_metric_present\{.*\} 0$", text, re.M)
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from exporter.engines.releases import load
 from exporter.engines.targets import from_url
 from exporter.exposition import render
 from exporter.versions import parse_version
+from tests import golden
 from tests.engines import derived
 from tests.engines.engine_servers import recorded
 
@@ -31,10 +31,7 @@ def exposition(body: str, version: str | None) -> str:
 
 def check_golden(name: str, text: str) -> None:
     text = re.sub(r"(llm_engine_scrape_duration_seconds\{[^}]*\}) .*", r"\1 <masked>", text)
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} differs; UPDATE_GOLDEN=1 rewrites it"
+    golden.check(GOLDEN / name, text)
 
 
 def samples_of(text: str, name: str) -> dict[str, float]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from exporter.gpu.collector import GpuCollector
 from exporter.gpu.gpm import GpmSampler
 from exporter.gpu.xid import XidWatcher
+from tests import golden
 from tests.gpu.fake_nvml import FakeGpu, FakeNvml
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -53,7 +53,4 @@ def read_golden(name: str) -> str:
 
 def assert_golden(name: str, text: str) -> None:
     """`text` equals golden/<name>; UPDATE_GOLDEN=1 rewrites the file instead (review the diff)."""
-    path = GOLDEN / name
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text()
+    golden.check(GOLDEN / name, text)

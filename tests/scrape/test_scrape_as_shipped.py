@@ -31,7 +31,7 @@ from exporter.check.evaluate import Checker
 from exporter.check.inputs import file_queries
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
-from tests.bundle.replay import FakeEngine, delivered, fast_rules, node_config
+from tests.bundle.replay import ReplayedVllm, delivered, fast_rules, node_config
 from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, wait_for, wait_http
 from tests.deploy.manifests import OVERLAYS
 from tests.deploy.manifests import render as kustomize
@@ -114,7 +114,7 @@ def scrape_job(kubeconfig: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("shipped")
-    engine, webhook = FakeEngine(), Served()
+    engine, webhook = ReplayedVllm(), Served()
     with start_cluster(tmp / "kube") as cluster:
         for name, (ip, labels, count) in NODES.items():
             cluster.must("POST", "/api/v1/nodes", kwok_node(name, ip, labels, count))

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from exporter.audit.base import DEFAULT_COLD_START_SECONDS, Check, Outcome, Subject, fail, ok, pick, seconds
+from exporter.audit.base import DEFAULT_COLD_START_SECONDS, Check, Outcome, Subject, Threshold, fail, ok, pick, seconds
 from exporter.audit.model import Surroundings
+
+
+def _against(budget: float, threshold: Threshold, failing: str, passing: str) -> Outcome:
+    """Failing when the probe's budget is shorter than the start-up it must outlast."""
+    if budget < threshold.value:
+        return fail(f"{failing}, less than the start-up ({seconds(threshold.value)})", threshold)
+    return ok(passing, threshold)
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
@@ -11,22 +18,15 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     measured = subject.measured.starting_seconds or subject.measured.cold_start_seconds
     threshold = pick(measured, DEFAULT_COLD_START_SECONDS)
     if c.startup is not None:
-        if c.startup.budget_seconds < threshold.value:
-            return fail(
-                f"startupProbe allows {seconds(c.startup.budget_seconds)} (initialDelaySeconds + periodSeconds × "
-                f"failureThreshold), less than the start-up ({seconds(threshold.value)})",
-                threshold,
-            )
-        return ok(f"startupProbe allows {seconds(c.startup.budget_seconds)}", threshold)
+        budget = c.startup.budget_seconds
+        allows = f"startupProbe allows {seconds(budget)}"
+        failing = f"{allows} (initialDelaySeconds + periodSeconds × failureThreshold)"
+        return _against(budget, threshold, failing, allows)
     if c.liveness is None:
         return ok("no livenessProbe that could kill a loading replica", threshold)
-    if c.liveness.budget_seconds < threshold.value:
-        return fail(
-            f"no startupProbe, and the livenessProbe restarts it after {seconds(c.liveness.budget_seconds)}, "
-            f"less than the start-up ({seconds(threshold.value)})",
-            threshold,
-        )
-    return ok(f"no startupProbe, but the livenessProbe waits {seconds(c.liveness.budget_seconds)}", threshold)
+    budget = c.liveness.budget_seconds
+    failing = f"no startupProbe, and the livenessProbe restarts it after {seconds(budget)}"
+    return _against(budget, threshold, failing, f"no startupProbe, but the livenessProbe waits {seconds(budget)}")
 
 
 CHECK = Check(
