@@ -26,6 +26,9 @@ def build(role: str, config: Config, kubeconfig: str | None) -> CollectorSet:
         from exporter.watchdog.collector import build_watchdog_collectors
 
         collectors += build_watchdog_collectors(config.cluster.watchdog, kubeconfig)
+        from exporter.pricing import build_price_collectors
+
+        collectors += build_price_collectors(config.cost)
     else:
         raise ValueError(f"unknown role {role!r}")
     return CollectorSet(collectors)
