@@ -72,7 +72,7 @@ def main(version: str, *flags: str) -> None:
     log = work / "vllm.log"
     lora = "--enable-lora" in flags
     served = ("tiny", *ADAPTERS) if lora else ("tiny",)
-    extra = write_adapters(python, model, work) + ("--max-loras", "2", "--max-lora-rank", "8") if lora else ()
+    extra = (*write_adapters(python, model, work), "--max-loras", "2", "--max-lora-rank", "8") if lora else ()
     server = vllm_env.start_server(python, model, vllm_env.free_port(), log, flags + extra)
     name = "-".join((version, *(f.lstrip("-") for f in flags)))
     try:
