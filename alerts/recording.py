@@ -17,6 +17,9 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
   the context reserved against the p99 used, speculative decoding's acceptance, the load shed ratio, and the
   model bandwidth and FLOPs utilisation (the engine's estimated bytes read and FLOPs per GPU over the GPU's
   peak bandwidth and datasheet peak FLOPs, `llm_gpu_peak_flops`).
+- `llm-inference.cost` (alerts/cost.py): GPU-seconds per model, tokens per GPU-hour, cost per million tokens
+  and the idle cost of allocated GPUs that served no token, from the configured price per GPU-hour
+  (`llm_gpu_price_per_second`, the cluster role's `cost.gpu_hour_prices`).
 """
 
 from __future__ import annotations
@@ -318,11 +321,17 @@ def _capacity(t: Thresholds) -> list[Recording]:
     return out
 
 
+def _cost(t: Thresholds) -> list[Recording]:
+    from alerts.cost import recordings as cost  # alerts.cost imports Recording from here
+
+    return cost(t)
+
+
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
     return [
         Recording(r.name, r.group, scoped(r.expr, t.selector), r.labels)
-        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(t), *_diagnosis(t))
+        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(t), *_cost(t), *_diagnosis(t))
     ]
 
 

@@ -73,6 +73,8 @@ class Thresholds:
     # the precision of llm_gpu_peak_flops that MFU divides by: fp16 (= bf16 on every GPU of the table that has
     # both, and the only one a T4 has); an FP8 model's MFU so reads twice what it would against the FP8 peak
     mfu_precision: str = "fp16"
+    # Cost: an engine pod that served no token over this window holds its GPUs idle (llm:model_gpus_idle)
+    cost_idle_window: str = "1h"
     # Capacity alerts: preemptions for this long with the KV cache this full; admission control refusing
     # this share of the requests offered; a context limit this many times the p99 used (as the audit check
     # context-oversized); speculative decoding accepting less than this share of its drafts

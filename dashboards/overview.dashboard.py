@@ -634,10 +634,114 @@ def _checks_row() -> Row:
 
 deployment_checks = _checks_row()
 
+
+# Capacity in tokens (the llm-inference.capacity and llm-inference.cost rules): how much one GPU takes, which
+# resource runs out first, and what a token costs. Appended after the other rows: their panel ids stay put.
+_MODEL = 'namespace=~"$namespace", model=~"$model"'  # recorded per model: no engine label
+_RANK = "namespace, pod, dp_rank"
+
+capacity = Row(
+    "Capacity: how many tokens can a GPU take, and at what cost?",
+    [
+        timeseries(
+            "Tokens per second per GPU",
+            [
+                Query(selector("llm:prompt_tokens_per_gpu:rate5m", _MODEL), "prompt {{namespace}}/{{model}}"),
+                Query(selector("llm:generation_tokens_per_gpu:rate5m", _MODEL), "completion {{namespace}}/{{model}}"),
+            ],
+            unit="short",
+            description="Tokens each GPU serving the model processes per second: prompt tokens (prefill, the "
+            "compute-heavy part) and completion tokens (decode, bounded by memory bandwidth) apart. Capacity is "
+            "planned in tokens per second, not requests: compare this with the rate at which time to first token "
+            "degrades to find what one GPU can take. A GPU shared by two pods is counted once.",
+        ),
+        timeseries(
+            "MFU and MBU per model",
+            [
+                Query(selector("llm:model_flops_utilization", _MODEL), "MFU {{namespace}}/{{model}}"),
+                Query(selector("llm:model_bandwidth_utilization", _MODEL), "MBU {{namespace}}/{{model}}"),
+            ],
+            unit="percentunit",
+            max_value=1,
+            description="Model FLOPs utilisation (the engine's estimated FLOPs over the GPU's datasheet peak) and "
+            "model bandwidth utilisation (its estimated bytes read over the GPU's peak memory bandwidth). The "
+            "higher one says what binds: MFU high, the GPU computes as fast as it can (prefill-bound); MBU high, "
+            "it reads memory as fast as it can (decode-bound). Needs vLLM's --enable-mfu-metrics.",
+        ),
+        timeseries(
+            "KV cache in tokens",
+            [
+                Query(
+                    f"max by ({_RANK}) ({selector('llm_kv_cache_capacity_tokens', SOURCE)})",
+                    "capacity {{namespace}}/{{pod}}",
+                ),
+                Query(
+                    f"max by ({_RANK}) ({selector('llm_kv_cache_used_tokens', SOURCE)})",
+                    "used {{namespace}}/{{pod}}",
+                ),
+                Query(selector("llm:kv_cache_headroom_tokens", SOURCE), "headroom {{namespace}}/{{pod}}"),
+            ],
+            unit="short",
+            description="The KV cache holds the attention state of every request in flight, in tokens. Capacity "
+            "is what the engine sized at start-up; used is what requests hold now (SGLang counts it; for vLLM the "
+            "headroom comes from its usage ratio, block by block). Headroom near 0 means new requests wait or "
+            "running ones are preempted.",
+        ),
+        timeseries(
+            "Context reserved vs used",
+            [
+                Query(
+                    f"max by (namespace, model) ({selector('llm_engine_max_context_tokens', ENGINE)})",
+                    "limit {{namespace}}/{{model}}",
+                ),
+                Query(selector("llm:request_context_tokens:p99_1h", _MODEL), "p99 used {{namespace}}/{{model}}"),
+            ],
+            unit="short",
+            description="The context limit the engine accepts (vLLM --max-model-len) against the p99 prompt plus "
+            "the p99 generation length of the last hour. A limit many times what requests use reserves KV cache "
+            "and batch room for contexts nobody sends (alert LLMContextOversized).",
+        ),
+        timeseries(
+            "Rejected and preempted requests",
+            [
+                Query(
+                    f"sum by (namespace, model) ({rate('llm_requests_rejected_total', ENGINE)})",
+                    "rejected {{namespace}}/{{model}}",
+                ),
+                Query(
+                    f"sum by (namespace, model) ({rate('llm_preemptions_total', ENGINE)})",
+                    "preempted {{namespace}}/{{model}}",
+                ),
+            ],
+            unit="reqps",
+            description="Requests per second refused by the engine's admission control before they queue "
+            "(clients get errors), and running requests evicted to free KV cache (the GPU redoes their work). "
+            "Either above 0 for long means the replica is past its capacity: add replicas or lower max-num-seqs.",
+        ),
+        timeseries(
+            "Cost per million tokens and idle GPU-hours",
+            [
+                Query(
+                    selector("llm:model_cost_per_million_tokens:rate1h", _MODEL),
+                    "{{currency}} per 1M tokens {{namespace}}/{{model}}",
+                ),
+                Query(
+                    f"avg_over_time({selector('llm:model_gpus_idle', _MODEL)}[1h])",
+                    "idle GPU-hours (last hour) {{namespace}}/{{model}}",
+                ),
+            ],
+            unit="short",
+            description="What a million tokens (prompt and completion) of the model cost over the last hour, "
+            "from the price per GPU-hour set in the cluster role (cost.gpu_hour_prices; no price set: no line), "
+            "and the GPU-hours of the last hour its pods held without serving a token: paid for, unused.",
+        ),
+    ],
+)
+
 dashboard = build_dashboard(
     title="LLM inference: overview",
     uid=UID,
     description="Is anyone waiting on LLM inference, and why: users, queue, engine, GPU, placement, telemetry.",
-    rows=[diagnosis, users, queue, routing, engine, gpu, placement, health, deployment_checks],
+    rows=[diagnosis, users, queue, routing, engine, gpu, placement, health, deployment_checks, capacity],
     tags=["llm-inference-exporter", "llm", "vllm", "gpu"],
 )

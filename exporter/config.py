@@ -7,6 +7,7 @@ reported at once (`ConfigError.errors`), so one edit fixes them all. The walk it
 
 from __future__ import annotations
 
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,10 +249,35 @@ class Cluster:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """Cluster role: the price of a GPU-hour per GPU model, exported as `llm_gpu_price_per_second`.
+
+    Keys are GPU model names exactly as NVML reports them (`llm_gpu_info{name}`, e.g. "NVIDIA H100 80GB HBM3");
+    no price is shipped, and a model without one gets no cost series (never 0)."""
+
+    gpu_hour_prices: dict[str, float] = field(default_factory=dict)
+    currency: str = ""  # e.g. USD; required with prices (the `currency` label of every price)
+
+    def validate(self) -> list[str]:
+        errors = []
+        for name, price in self.gpu_hour_prices.items():
+            if not name.strip():
+                errors.append("gpu_hour_prices: a GPU model name must not be empty")
+            elif not 0 < price < math.inf:  # also false for NaN
+                errors.append(f"gpu_hour_prices.{name}: must be a positive price per GPU-hour, got {_quote(price)}")
+        if self.gpu_hour_prices and not self.currency.strip():
+            errors.append("currency: required with gpu_hour_prices (e.g. USD)")
+        if len(self.currency) > 16:
+            errors.append(f"currency: {_quote(self.currency)} is longer than 16 characters")
+        return errors
+
+
+@dataclass(frozen=True)
 class Config:
     engines: Engines = field(default_factory=Engines)
     gpu: Gpu = field(default_factory=Gpu)
     cluster: Cluster = field(default_factory=Cluster)
+    cost: Cost = field(default_factory=Cost)
 
 
 def load(path: str | Path | None) -> Config:

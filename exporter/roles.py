@@ -12,6 +12,7 @@ One row per collector, in the order the role runs them (and exposes their famili
     replicas             cluster  cluster.replicas.enabled                exporter.replicas.collector
     audit                cluster  cluster.audit.enabled                   exporter.audit.collector
     watchdog             cluster  cluster.watchdog.enabled                exporter.watchdog.collector
+    prices               cluster  (always; none without cost.gpu_hour_prices) exporter.pricing
 
 `serve --collector.<name>` / `--no-collector.<name>` (the exporter-toolkit spelling) override the config
 switch of one row: a flag that turns on a collector whose switch is off sets that switch to true (and the
@@ -180,6 +181,12 @@ def _watchdog(w: Wiring) -> list[Collector]:
     return list(watchdog_collectors(w.config.cluster.watchdog, w.kubeconfig))
 
 
+def _prices(w: Wiring) -> list[Collector]:
+    from exporter.pricing import build_price_collectors
+
+    return build_price_collectors(w.config.cost)
+
+
 DISCOVERY = "engines.kubernetes_discovery.enabled"
 TABLE: tuple[Entry, ...] = (
     Entry("engine_discovery", "node", DISCOVERY, _engine_discovery, help="engine pods on this node"),
@@ -198,6 +205,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("replicas", "cluster", "cluster.replicas.enabled", _replicas, help="engine replica start-ups"),
     Entry("audit", "cluster", "cluster.audit.enabled", _audit, help="engine workloads against the checks"),
     Entry("watchdog", "cluster", "cluster.watchdog.enabled", _watchdog, help="KEDA and dashboard queries"),
+    Entry("prices", "cluster", None, _prices, help="GPU-hour prices of cost.gpu_hour_prices, when set"),
 )
 BY_NAME = {entry.name: entry for entry in TABLE}
 

@@ -13,7 +13,7 @@ edit fixes them all. A dataclass may add:
 and a field typed `Annotated[T, Check(fn)]` has `fn(value) -> list[str]` run on its built value.
 
 Supported field types: dataclasses, bool, int, float, str, `Literal[...]` of strings, `list[T]`,
-`dict[str, str]`, `T | None`, `Annotated[T, Check(...)]`, and `object` (any value, unchecked).
+`dict[str, str]`, `dict[str, T]`, `T | None`, `Annotated[T, Check(...)]`, and `object` (any value, unchecked).
 """
 
 from __future__ import annotations
@@ -130,6 +130,14 @@ class Loader:
             if not isinstance(value, Mapping):
                 errors.append(f"{where}: expected a mapping, got {kind(value)}")
                 return INVALID
+            _, item_tp = get_args(tp)
+            if item_tp is not str:  # keys are strings; values of their own type, checked under their key
+                keys = [k for k in value if not isinstance(k, str)]
+                errors.extend(f"{join(path, key_text(k))}: keys must be strings" for k in keys)
+                items = {
+                    k: self.build(item_tp, v, join(path, k), errors) for k, v in value.items() if isinstance(k, str)
+                }
+                return INVALID if keys or INVALID in items.values() else items
             bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
             for key in bad:
                 errors.append(f"{join(path, key_text(key))}: keys and values must be strings")

@@ -84,6 +84,14 @@ DEVICE_CLASS_UNDERSTOOD = _g(
     ("device_class",),
 )
 
+GPU_PRICE = _g(
+    "llm_gpu_price_per_second",
+    "The configured price of one GPU of this model (the name NVML reports, as llm_gpu_info's name) per "
+    "second held, in the configured currency: cost.gpu_hour_prices over 3600. Absent for a model without a "
+    "configured price; no price is shipped.",
+    ("name", "currency"),
+)
+
 METRICS: tuple[MetricSpec, ...] = (
     NODE_ALLOCATABLE,
     NODE_ALLOCATED,
@@ -101,4 +109,5 @@ METRICS: tuple[MetricSpec, ...] = (
     KUBE_REQUEST_ERRORS,
     NODE_UNHEALTHY,
     DEVICE_CLASS_UNDERSTOOD,
+    GPU_PRICE,
 )

@@ -137,6 +137,29 @@ ENGINE_ASLEEP = _g(
     SERIES,
     stability=Stability.EXPERIMENTAL,
 )
+LORA_TOP_ADAPTERS = 16  # llm_lora_adapter_active: this many adapters by name, the rest as adapter="other"
+LORA_ADAPTER_ACTIVE = _g(
+    "llm_lora_adapter_active",
+    "1 while the LoRA adapter has requests in flight (running or waiting), 0 for one that had some earlier in "
+    f"the engine's life (vLLM lora_requests_info, --enable-lora). The {LORA_TOP_ADAPTERS} adapters active now "
+    "first, then the most recently active, by name; the rest as adapter=\"other\" (1 when any of them is "
+    "active). vLLM names the adapters, not their request counts, and lists the same ones as running and waiting.",
+    (*SERIES, "adapter"),
+    stability=Stability.EXPERIMENTAL,
+)
+LORA_MAX_ADAPTERS = _g(
+    "llm_lora_max_adapters",
+    "LoRA adapter slots on the GPU: the most adapters one batch can use (vLLM --max-loras, from "
+    "lora_requests_info's max_lora; SGLang lora_pool_slots_total, max_loras_per_batch).",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
+)
+LORA_SLOTS_USED = _g(
+    "llm_lora_adapter_slots_used",
+    "LoRA adapter slots occupied in GPU memory (SGLang lora_pool_slots_used, --enable-lora).",
+    SERIES,
+    stability=Stability.EXPERIMENTAL,
+)
 
 ENGINE_UP = _g("llm_engine_up", "1 when the last scrape of this engine target succeeded, else 0.", SOURCE)
 ENGINE_INFO = _g(
@@ -225,6 +248,9 @@ CAPACITY: tuple[MetricSpec, ...] = (
     SPEC_DECODE_DRAFT_TOKENS,
     SPEC_DECODE_ACCEPTED_TOKENS,
     ENGINE_ASLEEP,
+    LORA_ADAPTER_ACTIVE,
+    LORA_MAX_ADAPTERS,
+    LORA_SLOTS_USED,
 )
 """Capacity metrics re-exported from engine series: the engines' own counts of KV cache, lengths, compute
 and load shed. Their sources came late and are partly behind flags: they do not place a release by its names."""

@@ -10,7 +10,8 @@ Renames followed: `queue_time_s` (0.5.2 only) → `queue_time_seconds` (0.5.3+).
 `llm_request_time_per_output_token_seconds`.
 KV capacity and use in tokens: `max_total_num_tokens` (0.5.6+; the full-attention pool: SWA models size a
 second pool, `max_total_num_tokens_swa`) and `kv_used_tokens` (0.5.11+). `estimated_flops_per_gpu_total`
-(0.5.10+) is absent while it has counted nothing.
+(0.5.10+) is absent while it has counted nothing. LoRA (`--enable-lora`): `lora_pool_slots_total`
+(max_loras_per_batch) and `lora_pool_slots_used` (slots occupied in GPU memory).
 Series appear after the first batch/request (prometheus_client children are created on first `.labels()`).
 """
 
@@ -36,6 +37,8 @@ SOURCES = {
     m.REQUEST_PROMPT_TOKENS: ("sglang:prompt_tokens_histogram",),
     m.REQUEST_GENERATION_TOKENS: ("sglang:generation_tokens_histogram",),
     m.ESTIMATED_FLOPS: ("sglang:estimated_flops_per_gpu_total",),
+    m.LORA_MAX_ADAPTERS: ("sglang:lora_pool_slots_total",),
+    m.LORA_SLOTS_USED: ("sglang:lora_pool_slots_used",),
 }
 
 TOKENS_HISTOGRAM = "--collect-tokens-histogram"
@@ -57,8 +60,14 @@ SPEC = Engine(
         m.ESTIMATED_READ_BYTES: "no bytes-read counter",
         m.SPEC_DECODE_DRAFT_TOKENS: "spec_num_draft_tokens is a gauge of the configured draft length",
         m.SPEC_DECODE_ACCEPTED_TOKENS: "spec_accept_length/rate are gauges of means, not a token counter",
+        m.LORA_ADAPTER_ACTIVE: "no per-adapter series: lora_pool_slots_used counts the adapters loaded, not in use",
     },
     # the token histograms need --collect-tokens-histogram in the releases that gate them
-    flags={m.REQUEST_PROMPT_TOKENS: TOKENS_HISTOGRAM, m.REQUEST_GENERATION_TOKENS: TOKENS_HISTOGRAM},
+    flags={
+        m.REQUEST_PROMPT_TOKENS: TOKENS_HISTOGRAM,
+        m.REQUEST_GENERATION_TOKENS: TOKENS_HISTOGRAM,
+        m.LORA_MAX_ADAPTERS: "--enable-lora",
+        m.LORA_SLOTS_USED: "--enable-lora",
+    },
     counted_with_flag=frozenset({m.ESTIMATED_FLOPS}),  # a zero count is no estimate: absent
 )

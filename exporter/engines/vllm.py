@@ -57,6 +57,8 @@ CAPACITY_SOURCES: dict[MetricSpec, tuple[str, ...]] = {
     m.SPEC_DECODE_DRAFT_TOKENS: ("vllm:spec_decode_num_draft_tokens_total",),
     m.SPEC_DECODE_ACCEPTED_TOKENS: ("vllm:spec_decode_num_accepted_tokens_total",),
     m.ENGINE_ASLEEP: ("vllm:engine_sleep_state",),
+    m.LORA_ADAPTER_ACTIVE: ("vllm:lora_requests_info",),
+    m.LORA_MAX_ADAPTERS: ("vllm:lora_requests_info",),
 }
 
 MFU_FLAG = "--enable-mfu-metrics"
@@ -65,6 +67,8 @@ FLAGS = {
     m.ESTIMATED_READ_BYTES: MFU_FLAG,
     m.SPEC_DECODE_DRAFT_TOKENS: "--speculative-config",
     m.SPEC_DECODE_ACCEPTED_TOKENS: "--speculative-config",
+    m.LORA_ADAPTER_ACTIVE: "--enable-lora",
+    m.LORA_MAX_ADAPTERS: "--enable-lora",
 }
 # a hybrid model's blocks hold different numbers of tokens per KV-cache group: only the group-aware count
 # (kv_cache_size_tokens) is its capacity
@@ -101,6 +105,41 @@ def asleep(samples: Sequence[tuple[Labels, float]]) -> list[tuple[Labels, float]
     ]
 
 
+def _adapters(labels: Labels) -> set[str]:
+    info = dict(labels)
+    names = (info.get("running_lora_adapters", ""), info.get("waiting_lora_adapters", ""))
+    return {a for text in names for a in text.split(",") if a}
+
+
+def lora_adapters_active(samples: Sequence[tuple[Labels, float]]) -> list[tuple[Labels, float]]:
+    """`lora_requests_info` keeps one series per label combination it ever set, each valued the Unix time it was
+    last set: the newest names the adapters with requests in flight now (1), the older ones those that had
+    some (0). Bounded: the first `LORA_TOP_ADAPTERS` (active, then most recent, then by name), the rest as
+    `other`."""
+    if not samples:
+        return []
+    newest = max(samples, key=lambda s: s[1])
+    active = _adapters(newest[0])
+    last_seen: dict[str, float] = {}
+    for labels, when in samples:
+        for adapter in _adapters(labels):
+            last_seen[adapter] = max(when, last_seen.get(adapter, when))
+    order = sorted(last_seen, key=lambda a: (a not in active, -last_seen[a], a))
+    out: dict[str, float] = {}
+    for i, adapter in enumerate(order):
+        key = adapter if i < m.LORA_TOP_ADAPTERS else "other"
+        out[key] = max(out.get(key, 0.0), 1.0 if adapter in active else 0.0)
+    return [((("adapter", adapter),), value) for adapter, value in out.items()]
+
+
+def lora_max_adapters(samples: Sequence[tuple[Labels, float]]) -> list[tuple[Labels, float]]:
+    """`max_lora` of the newest `lora_requests_info` series (vLLM's --max-loras)."""
+    if not samples:
+        return []
+    slots = _number(dict(max(samples, key=lambda s: s[1])[0]).get("max_lora"))
+    return [((), float(slots))] if slots is not None else []
+
+
 LABEL_RENAMES = {"model_name": "model", "engine": "dp_rank"}
 RUST_FRONTEND = "rust_frontend"
 
@@ -121,6 +160,11 @@ SPEC = Engine(
     flavour=frontend,
     flags=FLAGS,
     counted_with_flag=frozenset(FLAGS),  # the Rust frontend registers them all at start-up
-    derived={m.KV_CACHE_CAPACITY_TOKENS: kv_capacity_tokens, m.ENGINE_ASLEEP: asleep},
+    derived={
+        m.KV_CACHE_CAPACITY_TOKENS: kv_capacity_tokens,
+        m.ENGINE_ASLEEP: asleep,
+        m.LORA_ADAPTER_ACTIVE: lora_adapters_active,
+        m.LORA_MAX_ADAPTERS: lora_max_adapters,
+    },
     models_path="/v1/models",
 )

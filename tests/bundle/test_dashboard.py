@@ -63,6 +63,7 @@ def test_the_story_of_one_request_in_order() -> None:
         "Placement",
         "Telemetry health",
         "Deployment checks",
+        "Capacity",
     ]
 
 

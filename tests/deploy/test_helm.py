@@ -167,3 +167,22 @@ def test_a_config_change_rolls_the_pods() -> None:
         return value
 
     assert checksum() != checksum("node.config.engines.timeout_seconds=5")
+
+
+def test_gpu_prices_reach_the_cluster_config(tmp_path: Any) -> None:
+    from exporter import config
+
+    values = tmp_path / "prices.yaml"
+    values.write_text(yaml.safe_dump({"cost": {"currency": "USD", "gpuHourPrices": {"NVIDIA H100 80GB HBM3": 3.6}}}))
+
+    def cluster(objs: list[Obj]) -> tuple[config.Config, str]:
+        text = find(objs, "ConfigMap", "llm-exporter-cluster-config")["data"]["config.yaml"]
+        pod = find(objs, "Deployment", "llm-exporter-cluster")["spec"]["template"]["metadata"]
+        return config.parse(text), pod["annotations"][CHECKSUM]
+
+    priced, priced_sum = cluster(template(values))
+    assert priced.cost == config.Cost(gpu_hour_prices={"NVIDIA H100 80GB HBM3": 3.6}, currency="USD")
+    plain, plain_sum = cluster(template())
+    assert plain.cost == config.Cost() and plain_sum != priced_sum  # no price shipped; a price change rolls the pod
+    node = find(template(values), "ConfigMap", "llm-exporter-node-config")["data"]["config.yaml"]
+    assert config.parse(node).cost == config.Cost()  # the node role exports no price

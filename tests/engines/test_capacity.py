@@ -146,7 +146,7 @@ def test_speculative_decoding_families_absent_without_the_flag_and_not_missing()
     text = exposition(recorded("0.32.0"))  # served without --speculative-config
     for spec in (m.SPEC_DECODE_DRAFT_TOKENS, m.SPEC_DECODE_ACCEPTED_TOKENS):
         assert lines(text, spec.name) == [] and present(text, spec.name) == []
-    assert set(vllm.FLAGS.values()) == {"--enable-mfu-metrics", "--speculative-config"}
+    assert set(vllm.FLAGS.values()) == {"--enable-mfu-metrics", "--speculative-config", "--enable-lora"}
 
 
 def test_context_limit_and_checkpoint_from_v1_models() -> None:
