@@ -44,7 +44,6 @@ empty, synced collection, retried every `optional_retry_seconds`, so readiness d
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import random
@@ -66,29 +65,23 @@ config: Any = _config  # the config loaders carry no type hints
 T = TypeVar("T")
 V = TypeVar("V")
 
-# resource -> (API class, cluster-wide list method, namespaced list method or None)
-_LISTERS: dict[str, tuple[str, str, str | None]] = {
-    "nodes": ("CoreV1Api", "list_node", None),
-    "pods": ("CoreV1Api", "list_pod_for_all_namespaces", "list_namespaced_pod"),
-    "resourceslices": ("ResourceV1Api", "list_resource_slice", None),
-    "resourceclaims": ("ResourceV1Api", "list_resource_claim_for_all_namespaces", "list_namespaced_resource_claim"),
-    "deviceclasses": ("ResourceV1Api", "list_device_class", None),
-    "services": ("CoreV1Api", "list_service_for_all_namespaces", "list_namespaced_service"),
-    "configmaps": ("CoreV1Api", "list_config_map_for_all_namespaces", "list_namespaced_config_map"),
-    "ingresses": ("NetworkingV1Api", "list_ingress_for_all_namespaces", "list_namespaced_ingress"),
-    "horizontalpodautoscalers": (
-        "AutoscalingV2Api",
-        "list_horizontal_pod_autoscaler_for_all_namespaces",
-        "list_namespaced_horizontal_pod_autoscaler",
-    ),
+# built-in resources: resource -> (API group, version, namespaced). Lists and watches are plain GETs of the
+# collection's path through the ApiClient: the typed API classes (`CoreV1Api`, ...) cost ~20 MiB of
+# resident memory each for methods the reflector never calls.
+_LISTERS: dict[str, tuple[str, str, bool]] = {
+    "nodes": ("", "v1", False),
+    "pods": ("", "v1", True),
+    "resourceslices": ("resource.k8s.io", "v1", False),
+    "resourceclaims": ("resource.k8s.io", "v1", True),
+    "deviceclasses": ("resource.k8s.io", "v1", False),
+    "services": ("", "v1", True),
+    "configmaps": ("", "v1", True),
+    "ingresses": ("networking.k8s.io", "v1", True),
+    "horizontalpodautoscalers": ("autoscaling", "v2", True),
     # audit: the engine workloads and the disruption budgets around them
-    "deployments": ("AppsV1Api", "list_deployment_for_all_namespaces", "list_namespaced_deployment"),
-    "statefulsets": ("AppsV1Api", "list_stateful_set_for_all_namespaces", "list_namespaced_stateful_set"),
-    "poddisruptionbudgets": (
-        "PolicyV1Api",
-        "list_pod_disruption_budget_for_all_namespaces",
-        "list_namespaced_pod_disruption_budget",
-    ),
+    "deployments": ("apps", "v1", True),
+    "statefulsets": ("apps", "v1", True),
+    "poddisruptionbudgets": ("policy", "v1", True),
 }
 # custom resources (CRDs that may be absent: use optional=True): resource -> (group, version, plural)
 _CUSTOM: dict[str, tuple[str, str, str]] = {
@@ -160,22 +153,57 @@ def _lines(response: Any) -> Iterator[bytes]:
         yield buffer
 
 
-def _lister(api: Any, resource: str, namespace: str | None) -> Callable[..., Any]:
-    """The client's list function for `resource` (cluster-wide, or in `namespace`)."""
+# the reflector's keyword arguments -> the API's query parameters
+_QUERY = {
+    "limit": "limit",
+    "_continue": "continue",
+    "watch": "watch",
+    "resource_version": "resourceVersion",
+    "allow_watch_bookmarks": "allowWatchBookmarks",
+    "timeout_seconds": "timeoutSeconds",
+    "field_selector": "fieldSelector",
+    "label_selector": "labelSelector",
+}
+
+
+def collection_path(resource: str, namespace: str | None) -> str:
+    """The API path that lists (and, with `watch=true`, watches) `resource`, cluster-wide or in `namespace`."""
     if resource in _CUSTOM:
         group, version, plural = _CUSTOM[resource]
-        custom = client.CustomObjectsApi(api)
-        if namespace is None:
-            return functools.partial(custom.list_cluster_custom_object, group, version, plural)
-        # the namespace is passed as a keyword by the reflector, like for the built-in kinds
-        return functools.partial(custom.list_namespaced_custom_object, group, version, plural=plural)
-    if resource not in _LISTERS:
+        namespaced = True  # a cluster-scoped CRD is never asked for in a namespace
+    elif resource in _LISTERS:
+        group, version, namespaced = _LISTERS[resource]
+        plural = resource
+    else:
         raise ValueError(f"unknown resource {resource!r} (known: {', '.join(RESOURCES)})")
-    api_class, cluster_method, namespaced_method = _LISTERS[resource]
-    if namespace is not None and namespaced_method is None:
+    if namespace is not None and not namespaced:
         raise ValueError(f"{resource} is not namespaced")
-    method = cluster_method if namespace is None or namespaced_method is None else namespaced_method
-    return getattr(getattr(client, api_class)(api), method)  # type: ignore[no-any-return]
+    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+    return f"{base}/namespaces/{namespace}/{plural}" if namespace is not None else f"{base}/{plural}"
+
+
+def _lister(api: Any, resource: str, namespace: str | None) -> Callable[..., Any]:
+    """A GET of `resource`'s collection returning the unread response (raising ApiException on non-2xx)."""
+    path = collection_path(resource, namespace)
+
+    def list_fn(*, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        kwargs.pop("namespace", None)  # already in the path
+        kwargs.pop("_preload_content", None)  # the response is always returned unread
+        query = [(_QUERY[name], value) for name, value in kwargs.items() if value is not None]
+        request = api.param_serialize(
+            method="GET",
+            resource_path=path,
+            query_params=query,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        response = api.call_api(*request, _request_timeout=_request_timeout)
+        if not 200 <= response.status <= 299:
+            response.read()
+            raise ApiException.from_response(http_resp=response, body=None, data=None)
+        return response.response
+
+    return list_fn
 
 
 class Reflector(Generic[T]):

@@ -15,14 +15,6 @@ ROLE_PACKAGES = {
     "node": ("exporter/engines", "exporter/gpu"),
     "cluster": ("exporter/kube", "exporter/replicas", "exporter/routes", "exporter/watchdog", "exporter/audit"),
 }
-API_GROUPS = {
-    "CoreV1Api": "",
-    "ResourceV1Api": "resource.k8s.io",
-    "NetworkingV1Api": "networking.k8s.io",
-    "AutoscalingV2Api": "autoscaling",
-    "AppsV1Api": "apps",
-    "PolicyV1Api": "policy",
-}
 REFLECTOR = re.compile(r"(?:Reflector|shared)\(\s*\w+,\s*\"(\w+)\"")
 
 
@@ -40,7 +32,7 @@ def api_group(resource: str) -> str:
     """The API group of a resource the adapter can watch, from its own tables (built-in or custom)."""
     if resource in kube._CUSTOM:
         return kube._CUSTOM[resource][0]
-    return API_GROUPS[kube._LISTERS[resource][0]]
+    return kube._LISTERS[resource][0]
 
 
 def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
@@ -73,11 +65,15 @@ def test_the_code_scan_finds_the_watches() -> None:
 
 
 def test_no_code_reads_single_objects() -> None:
-    """The adapter only calls list methods (a watch is a list with watch=True); a client `read_*` call (a GET of
-    one object) would need the `get` verb as well."""
-    for api_class, cluster_wide, namespaced in kube._LISTERS.values():
-        assert api_class in API_GROUPS
-        assert all(m.startswith("list_") for m in (cluster_wide, namespaced) if m)
+    """The adapter only GETs collections (a watch is a list with watch=true); a GET of one object, or a client
+    `read_*` call, would need the `get` verb as well."""
+    for resource in kube.RESOURCES:
+        group, version, *_ = kube._LISTERS.get(resource) or kube._CUSTOM[resource]
+        base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        plural = kube._CUSTOM[resource][2] if resource in kube._CUSTOM else resource
+        assert kube.collection_path(resource, None) == f"{base}/{plural}"
+        if resource in kube._CUSTOM or kube._LISTERS[resource][2]:
+            assert kube.collection_path(resource, "ns") == f"{base}/namespaces/ns/{plural}"
     single_reads = re.compile(r"\bread_(namespaced_\w+|node\w*|resource_\w+|device_class\w*)\(")
     calls = [
         f"{path.relative_to(ROOT)}: {m.group(0)}"
