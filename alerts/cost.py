@@ -13,8 +13,8 @@ still do.
 - `llm:model_cost_per_second`, `llm:model_cost_per_million_tokens:rate1h`: the cost of those shares, and
   over the tokens of the last hour.
 - `llm:model_gpus_idle`, `llm:model_idle_cost_per_second`: the shares of engine pods that served no token in
-  `cost_idle_window`: paid for, unused. GPUs held by pods that run no engine the exporter scrapes are not in
-  these rules (`llm_gpu_allocated_idle` covers every pod).
+  `cost_idle_window`: paid for, unused (0 while every pod of the model serves). GPUs held by pods that run no
+  engine the exporter scrapes are not in these rules (`llm_gpu_allocated_idle` covers every pod).
 
 A MIG instance counts as one GPU in the shares and has no price (its uuid is not a whole GPU of
 `llm_gpu_info`): the cost of MIG-partitioned GPUs is not in these rules.
@@ -51,7 +51,12 @@ def recordings(t: Thresholds) -> list[Recording]:
     priced = f"{POD_SHARE} * on (uuid) group_left (currency) {GPU_PRICE}"
     tokens_1h = f"({_tokens('1h', MODEL)})"
     tokens_per_second = f"{tokens_1h} / 3600"
-    idle_pods = f"{MODEL_OF_POD} and on (namespace, pod) ({_tokens(t.cost_idle_window, 'namespace, pod')}) == 0"
+    # 1 for an engine pod that served no token in the window, 0 for one that did: the idle GPUs are 0, not
+    # absent, while every pod serves (a flat line on the dashboard, not a gap)
+    idle_pods = (
+        f"{MODEL_OF_POD} * on (namespace, pod) group_left () "
+        f"(({_tokens(t.cost_idle_window, 'namespace, pod')}) == bool 0)"
+    )
     return [
         Recording(POD_SHARE, COST_GROUP, share),
         Recording(GPUS_ALLOCATED, COST_GROUP, f"sum by ({MODEL}) ({per_model})"),

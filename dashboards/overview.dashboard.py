@@ -676,16 +676,19 @@ capacity = Row(
                     "capacity {{namespace}}/{{pod}}",
                 ),
                 Query(
-                    f"max by ({_RANK}) ({selector('llm_kv_cache_used_tokens', SOURCE)})",
+                    # SGLang counts the tokens held; vLLM says the share of blocks used, of its capacity in tokens
+                    f"max by ({_RANK}) ({selector('llm_kv_cache_used_tokens', SOURCE)}) or max by ({_RANK}) "
+                    f"({selector('llm_kv_cache_capacity_tokens', SOURCE)}) * on ({_RANK}) max by ({_RANK}) "
+                    f"({selector('llm_kv_cache_usage_ratio', SOURCE)})",
                     "used {{namespace}}/{{pod}}",
                 ),
                 Query(selector("llm:kv_cache_headroom_tokens", SOURCE), "headroom {{namespace}}/{{pod}}"),
             ],
             unit="short",
             description="The KV cache holds the attention state of every request in flight, in tokens. Capacity "
-            "is what the engine sized at start-up; used is what requests hold now (SGLang counts it; for vLLM the "
-            "headroom comes from its usage ratio, block by block). Headroom near 0 means new requests wait or "
-            "running ones are preempted.",
+            "is what the engine sized at start-up; used is what requests hold now (SGLang counts it; for vLLM it is "
+            "the capacity times its usage ratio, block by block, as is the headroom). Headroom near 0 means new "
+            "requests wait or running ones are preempted.",
         ),
         timeseries(
             "Context reserved vs used",

@@ -15,6 +15,8 @@ from tests.bundle.servers import Served
 from tests.fakes.engine import FakeEngine
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/vllm/0.32.0.prom"
+# the same release's /v1/models answer, recorded from the real server with the same model
+MODELS = FIXTURE.with_name("0.32.0-enable-mfu-metrics.models.json")
 COUNTER = re.compile(r"^(vllm:\S+?(?:_total|_bucket|_count|_sum)(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
 
 
@@ -27,7 +29,7 @@ def vllm_body(scrape: int, waiting: int = 7) -> str:
 
 
 class ReplayedVllm(FakeEngine):
-    """vLLM 0.32.0 replayed: its /version, and its recorded /metrics body growing with each scrape."""
+    """vLLM 0.32.0 replayed: its /version and /v1/models, and its recorded /metrics body growing with each scrape."""
 
     def __init__(self, waiting: int = 7) -> None:
         self.scrapes = 0
@@ -37,6 +39,8 @@ class ReplayedVllm(FakeEngine):
     def _answer(self, path: str) -> tuple[int, str]:
         if path == "/version":
             return 200, json.dumps({"version": "0.32.0"})
+        if path == "/v1/models":
+            return 200, MODELS.read_text()
         if path == "/metrics":
             self.scrapes += 1
             return 200, vllm_body(self.scrapes, self.waiting)

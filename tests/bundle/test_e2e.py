@@ -41,6 +41,8 @@ from tests.kubecluster import wait_for as wait_until
 from tests.scrape.node_gpus import STUB_UUID, gpu_node
 
 pytestmark = pytest.mark.slow
+# the cluster role priced as a user sets it (cost.gpu_hour_prices), for the stub NVML's GPU models
+PRICES = {"cost": {"gpu_hour_prices": {"NVIDIA H100 80GB HBM3": 3.6, "NVIDIA A100-SXM4-80GB": 2.0}, "currency": "USD"}}
 
 
 def two_two_one_one(cluster: Cluster) -> None:
@@ -81,7 +83,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             # the node role's pod watch (GPU memory per pod) on the same API server
             node_cfg_gpu = node_cfg | {"gpu": gpus.gpu}
             node_proc, node_url = serve(tmp, "node", "node", node_cfg_gpu, str(cluster.admin_kubeconfig), gpus.env)
-            cluster_proc, cluster_url = serve(tmp, "cluster", "cluster", {}, str(cluster.admin_kubeconfig))
+            cluster_proc, cluster_url = serve(tmp, "cluster", "cluster", PRICES, str(cluster.admin_kubeconfig))
             np, cp = stack.enter_context(node_proc), stack.enter_context(cluster_proc)
             wait_ready(f"{node_url}/readyz", proc=np)
             wait_ready(f"{cluster_url}/readyz", timeout=60, proc=cp)

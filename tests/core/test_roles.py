@@ -48,10 +48,10 @@ def test_every_role_runs_its_rows_in_table_order_by_its_config_switches() -> Non
     assert names("node", config.Config()) == ["engines", "gpu"]
     assert names("node", EVERYTHING) == ["engine_discovery", "engines", "replica_first_token", "gpu"]
     assert names("node", config.parse("gpu: {enabled: false}")) == ["engines"]
-    assert names("cluster", config.Config()) == ["cluster", "routes", "replicas", "audit"]
-    assert names("cluster", EVERYTHING) == ["cluster", "routes", "replicas", "audit", "watchdog"]
+    assert names("cluster", config.Config()) == ["cluster", "routes", "replicas", "audit", "prices"]
+    assert names("cluster", EVERYTHING) == ["cluster", "routes", "replicas", "audit", "watchdog", "prices"]
     off = config.parse("cluster: {routes: {enabled: false}, replicas: {enabled: false}, audit: {enabled: false}}")
-    assert names("cluster", off) == ["cluster"]
+    assert names("cluster", off) == ["cluster", "prices"]
 
 
 def test_the_table_names_each_collector_once_and_every_switch_is_a_config_key() -> None:
@@ -85,9 +85,9 @@ def test_the_built_collectors_are_the_rows_and_share_their_sources(
 
 def test_flags_override_the_config_switches_either_way() -> None:
     assert names("node", config.Config(), {"gpu": False, "engines": False}) == []
-    assert names("cluster", config.Config(), {"routes": False, "audit": False}) == ["cluster", "replicas"]
+    assert names("cluster", config.Config(), {"routes": False, "audit": False}) == ["cluster", "replicas", "prices"]
     off = config.parse("cluster: {routes: {enabled: false}}")
-    assert names("cluster", off, {"routes": True}) == ["cluster", "routes", "replicas", "audit"]
+    assert names("cluster", off, {"routes": True}) == ["cluster", "routes", "replicas", "audit", "prices"]
     cfg, _ = roles.resolve("node", config.parse("gpu: {enabled: false}"), {"gpu": True})
     assert cfg.gpu.enabled == "true"  # the switch turned on, as `gpu.enabled: true` would
     cfg, _ = roles.resolve("node", config.Config(), {"gpu": True})

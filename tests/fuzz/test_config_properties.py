@@ -337,7 +337,10 @@ TOO_LONG = "<int too large to write out>"
     ("text", "error"),
     [
         (HEX, f"config: expected a mapping, got int {TOO_LONG}"),
-        (f"? {HEX}\n: 1\n", f"{TOO_LONG}: unknown key (known: cluster, engines, gpu)"),  # `? `: a key > 1024 chars
+        (
+            f"? {HEX}\n: 1\n",
+            f"{TOO_LONG}: unknown key (known: cluster, cost, engines, gpu)",
+        ),  # `? `: a key > 1024 chars
         (f"gpu: {{enabled: {HEX}}}", f"gpu.enabled: must be one of auto, true, false, got {TOO_LONG}"),
         (
             f"engines:\n  targets:\n  - url: http://x\n    labels:\n      ? {HEX}\n      : a\n",
