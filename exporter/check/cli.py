@@ -27,7 +27,7 @@ from exporter.check.fix import rewrite
 from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
 from exporter.check.report import write_json, write_sarif, write_text
-from exporter.check.scope import Cluster, ClusterScoped
+from exporter.check.scope import Cluster, ClusterScoped, add_replica_label
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,15 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="VALUE",
         help=f"check as this one cluster sees it (its value of --cluster-label, default label {DEFAULT_LABEL!r})",
     )
-    parser.add_argument(
-        "--replica-label",
-        action="append",
-        default=[],
-        type=label_name,
-        metavar="NAME",
-        help="a label that tells Prometheus replicas apart behind Thanos Query, deduplicated on and ignored "
-        "(repeatable; default: what Thanos Query runs with, --query.replica-label)",
-    )
+    add_replica_label(parser)
     parser.add_argument("--lookback", default="7d", help="how far back a metric counts as present (%(default)s)")
     parser.add_argument("--timeout", type=float, default=30.0, help="per-query timeout, seconds (%(default)s)")
     parser.add_argument("--bearer-token-file", type=Path, help="a file holding the bearer token for Prometheus")

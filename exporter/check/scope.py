@@ -9,10 +9,11 @@ present, when was it last seen, which release runs), gets `label="value"` on eac
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.bundle.cluster import ClusterLabelError, only
+from exporter.bundle.cluster import ClusterLabelError, label_name, only
 from exporter.sources.prometheus import Prometheus, PrometheusError
 
 
@@ -44,3 +45,16 @@ class ClusterScoped:
 
     def label_values(self, label: str) -> list[str]:
         return self.inner.label_values(label)
+
+
+def add_replica_label(parser: argparse.ArgumentParser) -> None:
+    """`--replica-label`, as `check` and `diagnose` both take it."""
+    parser.add_argument(
+        "--replica-label",
+        action="append",
+        default=[],
+        type=label_name,
+        metavar="NAME",
+        help="a label that tells Prometheus replicas apart behind Thanos Query, deduplicated on and ignored "
+        "(repeatable; default: what Thanos Query runs with, --query.replica-label)",
+    )

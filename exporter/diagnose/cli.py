@@ -18,7 +18,7 @@ import sys
 import time
 
 from exporter.bundle.cluster import DEFAULT_LABEL, label_name
-from exporter.check.scope import Cluster
+from exporter.check.scope import Cluster, add_replica_label
 from exporter.diagnose import render
 from exporter.diagnose.collect import Progress, read, rfc3339
 from exporter.diagnose.limits import DEFAULT
@@ -52,15 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="the label that names clusters (render --cluster-label; default: %(default)s)",
     )
-    p.add_argument(
-        "--replica-label",
-        action="append",
-        default=[],
-        type=label_name,
-        metavar="NAME",
-        help="a label that tells Prometheus replicas apart behind Thanos Query, deduplicated on and ignored "
-        "(repeatable; default: what Thanos Query runs with, --query.replica-label)",
-    )
+    add_replica_label(p)
 
 
 def parse_at(value: str, now: float) -> float:
