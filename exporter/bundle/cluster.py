@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from exporter.check.promql import AGGREGATIONS, KEYWORDS
+from exporter.check.promql import AGGREGATIONS, KEYWORDS, PromQLSyntaxError, lex
 
 DEFAULT_LABEL = "cluster"  # kubernetes-mixin's name, and the kustomize example's
 VARIABLE = "cluster"  # the dashboard variable, whatever the label is called
@@ -67,17 +67,10 @@ class _Token:
 
 
 def _tokens(expr: str) -> list[_Token]:
-    out = []
-    pos = 0
-    while pos < len(expr):
-        m = _TOKEN.match(expr, pos)
-        if m is None:
-            raise ClusterLabelError(f"unexpected character {expr[pos]!r} at {pos} in {expr!r}")
-        kind = m.lastgroup or ""
-        if kind not in ("space", "comment"):
-            out.append(_Token(kind, m.group(), m.start(), m.end()))
-        pos = m.end()
-    return out
+    try:
+        return [_Token(m.lastgroup or "", m.group(), m.start(), m.end()) for m in lex(expr, _TOKEN)]
+    except PromQLSyntaxError as e:
+        raise ClusterLabelError(f"{e} in {expr!r}") from None
 
 
 def label_name(value: str) -> str:

@@ -10,7 +10,7 @@ PromQL evaluates it; promtool remains the judge of full validity.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 AGGREGATIONS = frozenset(
@@ -93,18 +93,21 @@ class Selector:
         return f"{self.name}{{{inner}}}" if inner else self.name
 
 
-def _tokens(expr: str) -> list[tuple[str, str]]:
-    out = []
+def lex(expr: str, pattern: re.Pattern[str] = _TOKEN) -> Iterator[re.Match[str]]:
+    """The tokens of `expr` (each match's `lastgroup` is its kind), without spaces and comments; `pattern` is
+    PromQL's tokens or a superset of them (a dashboard's, with Grafana variables)."""
     pos = 0
     while pos < len(expr):
-        m = _TOKEN.match(expr, pos)
+        m = pattern.match(expr, pos)
         if m is None:
             raise PromQLSyntaxError(f"unexpected {expr[pos]!r} at offset {pos}")
         pos = m.end()
-        kind = m.lastgroup or ""
-        if kind not in ("space", "comment"):
-            out.append((kind, m.group()))
-    return out
+        if m.lastgroup not in ("space", "comment"):
+            yield m
+
+
+def _tokens(expr: str) -> list[tuple[str, str]]:
+    return [(m.lastgroup or "", m.group()) for m in lex(expr)]
 
 
 def _unquote(token: str) -> str:
@@ -264,18 +267,7 @@ _CONSTANTS = frozenset({"inf", "nan"})
 
 
 def _spanned_tokens(expr: str) -> list[tuple[str, str, int, int]]:
-    out = []
-    pos = 0
-    while pos < len(expr):
-        m = _TOKEN.match(expr, pos)
-        if m is None:
-            raise PromQLSyntaxError(f"unexpected {expr[pos]!r} at offset {pos}")
-        kind = m.lastgroup or ""
-        if kind not in ("space", "comment"):
-            out.append((kind, m.group(), m.start(), m.end()))
-        pos = m.end()
-    out.append(("end", "", len(expr), len(expr)))
-    return out
+    return [*((m.lastgroup or "", m.group(), m.start(), m.end()) for m in lex(expr)), ("end", "", len(expr), len(expr))]
 
 
 class _Parser:

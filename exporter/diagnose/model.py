@@ -110,6 +110,49 @@ class Verdict:
         )
 
 
+def per_sample(
+    query: str,
+    says: Callable[[Sample], str],
+    *,
+    id: str,
+    stage: str,
+    owner: str,
+    panel: str,
+    fix: str,
+    queries: Callable[[Limits], dict[str, str]],
+    scope: Sequence[str] = (),
+    weight: float | Callable[[Sample], float] = 0.0,
+    recorded: bool = True,
+) -> Verdict:
+    """The verdict most telemetry, routing and ingress checks are: one finding per sample of `query`, saying
+    `says(sample)`, scoped to the sample's `scope` labels (namespace, then model), ordered by `weight`; the
+    query is the verdict's recorded condition unless `recorded` is False."""
+
+    def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
+        qid = verdict.qid(query)
+        return [
+            verdict.finding(
+                says(s),
+                [r.evidence(qid, s.value)],
+                *(s.label(name) for name in scope),
+                weight=weight(s) if callable(weight) else weight,
+            )
+            for s in r.samples(qid)
+        ]
+
+    verdict = Verdict(
+        id=id,
+        stage=stage,
+        owner=owner,
+        panel=panel,
+        fix=fix,
+        queries=queries,
+        judge=judge,
+        condition=query if recorded else "",
+    )
+    return verdict
+
+
 def number(value: float) -> str:
     """A value as a person reads it: up to 3 significant digits, integers without a point."""
     if math.isnan(value) or math.isinf(value):

@@ -6,10 +6,8 @@ find nothing, and a wait they might explain is reported as unexplained, saying t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from exporter.diagnose.limits import Limits
-from exporter.diagnose.model import Finding, Readings, Verdict, number
+from exporter.diagnose.model import Sample, number, per_sample
 
 
 def queries(limits: Limits) -> dict[str, str]:
@@ -19,19 +17,16 @@ def queries(limits: Limits) -> dict[str, str]:
     }
 
 
-def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
-    return [
-        VERDICT.finding(
-            f"the cluster view of {s.label('instance')} is {number(s.value)} s old: autoscalers, pending pods, free "
-            "GPUs and routes describe the past",
-            [r.evidence(VERDICT.qid("age"), s.value)],
-            weight=s.value,
-        )
-        for s in r.samples(VERDICT.qid("age"))
-    ]
+def says(s: Sample) -> str:
+    return (
+        f"the cluster view of {s.label('instance')} is {number(s.value)} s old: autoscalers, pending pods, free "
+        "GPUs and routes describe the past"
+    )
 
 
-VERDICT = Verdict(
+VERDICT = per_sample(
+    "age",
+    says,
     id="telemetry.cluster_view",
     stage="telemetry",
     owner="platform",
@@ -39,5 +34,6 @@ VERDICT = Verdict(
     fix="Restore the cluster role's access to the API server (network policy, RBAC after an upgrade); restart it "
     "if its watches are stuck.",
     queries=queries,
-    judge=judge,
+    weight=lambda s: s.value,
+    recorded=False,
 )

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from exporter.diagnose.limits import Limits
-from exporter.diagnose.model import Finding, Readings, Verdict
+from exporter.diagnose.model import Sample, per_sample
 
 
 def queries(limits: Limits) -> dict[str, str]:
@@ -16,23 +14,21 @@ def queries(limits: Limits) -> dict[str, str]:
     }
 
 
-def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
-    return [
-        VERDICT.finding(
-            f"collector {s.label('collector')} of the exporter on {s.label('instance')} is failing: its part of the "
-            "view is stale or missing",
-            [r.evidence(VERDICT.qid("failing"), s.value)],
-        )
-        for s in r.samples(VERDICT.qid("failing"))
-    ]
+def says(s: Sample) -> str:
+    return (
+        f"collector {s.label('collector')} of the exporter on {s.label('instance')} is failing: its part of the "
+        "view is stale or missing"
+    )
 
 
-VERDICT = Verdict(
+VERDICT = per_sample(
+    "failing",
+    says,
     id="telemetry.collector_failing",
     stage="telemetry",
     owner="platform",
     panel="Exporter collectors succeeding",
     fix="The exporter's log names the collector and the error; the collector recovers on the next scrape.",
     queries=queries,
-    judge=judge,
+    recorded=False,
 )

@@ -3,10 +3,8 @@ pinned to one pod (a Service's kube-proxy balances connections, not requests).""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from exporter.diagnose.limits import Limits
-from exporter.diagnose.model import Finding, Readings, Verdict, number, percent
+from exporter.diagnose.model import Sample, number, per_sample, percent
 
 MODEL = "namespace, model"
 
@@ -20,21 +18,16 @@ def queries(limits: Limits) -> dict[str, str]:
     }
 
 
-def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
-    return [
-        VERDICT.finding(
-            f"{s.label('namespace')}/{s.label('pod')} finishes {percent(s.value)} of {s.label('model')}'s requests "
-            "while its siblings idle: connections are pinned to one replica",
-            [r.evidence(VERDICT.qid("share"), s.value)],
-            s.label("namespace"),
-            s.label("model"),
-            weight=s.value,
-        )
-        for s in r.samples(VERDICT.qid("share"))
-    ]
+def says(s: Sample) -> str:
+    return (
+        f"{s.label('namespace')}/{s.label('pod')} finishes {percent(s.value)} of {s.label('model')}'s requests "
+        "while its siblings idle: connections are pinned to one replica"
+    )
 
 
-VERDICT = Verdict(
+VERDICT = per_sample(
+    "share",
+    says,
     id="routing.finished_skew",
     stage="routing",
     owner="platform",
@@ -42,6 +35,6 @@ VERDICT = Verdict(
     fix="Balance per request, not per connection: an L7 proxy or the inference gateway in front of the engines, "
     "shorter connection lifetimes (max requests per connection) for HTTP/2 and keep-alive clients.",
     queries=queries,
-    judge=judge,
-    condition="share",
+    scope=("namespace", "model"),
+    weight=lambda s: s.value,
 )

@@ -3,31 +3,25 @@ or hidden engine metric. Named first, as every later verdict on that series read
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from exporter.diagnose.limits import Limits
-from exporter.diagnose.model import Finding, Readings, Verdict
+from exporter.diagnose.model import Sample, per_sample
 
 
 def queries(limits: Limits) -> dict[str, str]:
     return {"missing": "llm_metric_present{$NS} == 0"}
 
 
-def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
-    return [
-        VERDICT.finding(
-            f"{s.label('metric')} is missing on {s.label('namespace')}/{s.label('pod')}: {s.label('engine')} "
-            f"{s.label('version')} does not expose {s.label('source')} (renamed or hidden), so every panel, alert "
-            "and autoscaler on it reads nothing",
-            [r.evidence(VERDICT.qid("missing"), s.value)],
-            s.label("namespace"),
-            weight=3,
-        )
-        for s in r.samples(VERDICT.qid("missing"))
-    ]
+def says(s: Sample) -> str:
+    return (
+        f"{s.label('metric')} is missing on {s.label('namespace')}/{s.label('pod')}: {s.label('engine')} "
+        f"{s.label('version')} does not expose {s.label('source')} (renamed or hidden), so every panel, alert "
+        "and autoscaler on it reads nothing"
+    )
 
 
-VERDICT = Verdict(
+VERDICT = per_sample(
+    "missing",
+    says,
     id="telemetry.metric_missing",
     stage="telemetry",
     owner="platform",
@@ -35,6 +29,6 @@ VERDICT = Verdict(
     fix="Upgrade the exporter's mapping, or run the engine with the flag that restores the name for one release "
     "(vLLM: --show-hidden-metrics-for-version); `llm-exporter check` finds every query that went empty.",
     queries=queries,
-    judge=judge,
-    condition="missing",
+    scope=("namespace",),
+    weight=3,
 )

@@ -3,10 +3,8 @@ share a prefix (a system prompt, a conversation) on the replica that has it cach
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from exporter.diagnose.limits import Limits
-from exporter.diagnose.model import Finding, Readings, Verdict, number, percent
+from exporter.diagnose.model import Sample, number, per_sample, percent
 
 MODEL = "namespace, model"
 
@@ -18,21 +16,16 @@ def queries(limits: Limits) -> dict[str, str]:
     }
 
 
-def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
-    return [
-        VERDICT.finding(
-            f"the prefix-cache hit ratios of {s.label('namespace')}/{s.label('model')}'s replicas are "
-            f"{percent(s.value)} apart: requests sharing a prefix do not reach the replica that has it cached",
-            [r.evidence(VERDICT.qid("spread"), s.value)],
-            s.label("namespace"),
-            s.label("model"),
-            weight=s.value,
-        )
-        for s in r.samples(VERDICT.qid("spread"))
-    ]
+def says(s: Sample) -> str:
+    return (
+        f"the prefix-cache hit ratios of {s.label('namespace')}/{s.label('model')}'s replicas are "
+        f"{percent(s.value)} apart: requests sharing a prefix do not reach the replica that has it cached"
+    )
 
 
-VERDICT = Verdict(
+VERDICT = per_sample(
+    "spread",
+    says,
     id="routing.prefix_spread",
     stage="routing",
     owner="platform",
@@ -40,6 +33,6 @@ VERDICT = Verdict(
     fix="Prefix-aware routing (the inference gateway's prefix-cache scorer, session affinity on the conversation) "
     "so that shared prompts hit the cache they warmed.",
     queries=queries,
-    judge=judge,
-    condition="spread",
+    scope=("namespace", "model"),
+    weight=lambda s: s.value,
 )

@@ -3,35 +3,29 @@ at the end, so the first token users see comes with the whole answer."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from exporter.diagnose.limits import Limits
-from exporter.diagnose.model import Finding, Readings, Verdict
+from exporter.diagnose.model import Sample, per_sample
 
 
 def queries(limits: Limits) -> dict[str, str]:
     return {"on": "llm_route_buffering{$NS} == 1"}
 
 
-def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
-    return [
-        VERDICT.finding(
-            f"{s.label('kind')} {s.label('namespace')}/{s.label('route')} buffers engine responses: streamed tokens "
-            "reach users in bursts, the first with the whole answer",
-            [r.evidence(VERDICT.qid("on"), s.value)],
-            s.label("namespace"),
-        )
-        for s in r.samples(VERDICT.qid("on"))
-    ]
+def says(s: Sample) -> str:
+    return (
+        f"{s.label('kind')} {s.label('namespace')}/{s.label('route')} buffers engine responses: streamed tokens "
+        "reach users in bursts, the first with the whole answer"
+    )
 
 
-VERDICT = Verdict(
+VERDICT = per_sample(
+    "on",
+    says,
     id="ingress.route_buffering",
     stage="ingress",
     owner="platform",
     panel="Routes that buffer",
     fix='Turn buffering off on routes that stream (nginx.ingress.kubernetes.io/proxy-buffering: "off").',
     queries=queries,
-    judge=judge,
-    condition="on",
+    scope=("namespace",),
 )
