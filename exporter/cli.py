@@ -113,22 +113,17 @@ def _add_collector_flags(p: argparse.ArgumentParser) -> None:
 
     for entry in TABLE:
         switch = entry.enabled_by or "always on"
-        p.add_argument(
-            f"--collector.{entry.name}",
-            dest="collectors",
-            action=_CollectorFlag,
-            nargs=0,
-            const=(entry.name, True),
-            help=f"{entry.role} role: {entry.help} (default: {switch}; --no-collector.{entry.name}: off)",
-        )
-        p.add_argument(
-            f"--no-collector.{entry.name}",
-            dest="collectors",
-            action=_CollectorFlag,
-            nargs=0,
-            const=(entry.name, False),
-            help=argparse.SUPPRESS,
-        )
+        for on in (True, False):  # the --no- form is listed in the help of the other
+            p.add_argument(
+                f"--{'' if on else 'no-'}collector.{entry.name}",
+                dest="collectors",
+                action=_CollectorFlag,
+                nargs=0,
+                const=(entry.name, on),
+                help=f"{entry.role} role: {entry.help} (default: {switch}; --no-collector.{entry.name}: off)"
+                if on
+                else argparse.SUPPRESS,
+            )
     p.set_defaults(collectors={})
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,3 +90,8 @@ class Check:
 
 def seconds(value: float) -> str:
     return f"{value:g} s"
+
+
+def listed(names: Sequence[str], most: int = 5) -> str:
+    """The first `most` names, comma-separated, and "…" when there are more: a detail stays one line."""
+    return ", ".join(names[:most]) + (" …" if len(names) > most else "")

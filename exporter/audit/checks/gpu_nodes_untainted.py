@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.audit.base import Check, Outcome, Subject, fail, na, ok
+from exporter.audit.base import Check, Outcome, Subject, fail, listed, na, ok
 from exporter.audit.model import Surroundings
 from exporter.audit.placement import gpu_nodes_for
 
@@ -17,10 +17,7 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
         return na("no GPU node it can run on")
     open_nodes = sorted(n.name for n in nodes if not n.schedulable_taints())
     if open_nodes:
-        return fail(
-            f"GPU node(s) without a NoSchedule taint: {', '.join(open_nodes[:5])}"
-            + (" …" if len(open_nodes) > 5 else "")
-        )
+        return fail(f"GPU node(s) without a NoSchedule taint: {listed(open_nodes)}")
     return ok(f"{len(nodes)} GPU node(s), all tainted")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.audit.base import Check, Outcome, Subject, fail, na, ok
+from exporter.audit.base import Check, Outcome, Subject, fail, listed, na, ok
 from exporter.audit.model import Surroundings
 from exporter.audit.placement import gpu_nodes_for
 
@@ -25,11 +25,7 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
         if p.node in nodes and not p.requests_gpu and p.owner_kind not in _PER_NODE_OWNERS
     )
     if squatters:
-        return fail(
-            f"{len(squatters)} pod(s) without a GPU request: "
-            + ", ".join(squatters[:5])
-            + (" …" if len(squatters) > 5 else "")
-        )
+        return fail(f"{len(squatters)} pod(s) without a GPU request: {listed(squatters)}")
     return ok(f"only GPU pods (and per-node daemons) on its {len(nodes)} GPU node(s)")
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from exporter.audit.base import Check, Outcome, Subject, fail, na, ok, unknown
+from exporter.audit.base import Check, Outcome, Subject, fail, listed, na, ok, unknown
 from exporter.audit.model import SHARED_GPU_RESOURCE, Surroundings
 from exporter.audit.placement import REPLICAS_LABEL, TIME_SLICING_LABEL, gpu_nodes_for, time_sliced
 
@@ -24,7 +24,7 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     nodes = gpu_nodes_for(subject.workload, around)
     sliced = sorted(n.name for n in nodes if time_sliced(n))
     if sliced:
-        return fail(f"GPU node(s) with time-slicing ({TIME_SLICING_LABEL} / {REPLICAS_LABEL}): {', '.join(sliced[:5])}")
+        return fail(f"GPU node(s) with time-slicing ({TIME_SLICING_LABEL} / {REPLICAS_LABEL}): {listed(sliced)}")
     return ok("no time-sliced GPU node" if nodes else "no GPU node it can run on")
 
 
