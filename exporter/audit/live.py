@@ -12,7 +12,7 @@ from typing import Any
 from exporter.audit import inventory, model
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
-from exporter.sources.kube import Mirror, Reflector, Reflectors
+from exporter.sources.kube import Mirror, Reflector, Reflectors, shared
 
 # resource -> (apiVersion, kind, optional: a CRD that may be absent or a grant that may be missing)
 RESOURCES: dict[str, tuple[str, str, bool]] = {
@@ -60,33 +60,43 @@ def stamp(resource: str, keep: Recognition | None = None) -> Callable[[dict[str,
     return transform
 
 
-def reflectors(api: Any, namespace: str | None = None, keep: Recognition | None = None, **options: Any) -> Reflectors:
-    """One reflector per resource the checks read (nodes cluster-wide), not started; `keep`: see `stamp`.
+def reflectors(
+    api: Any,
+    namespace: str | None = None,
+    keep: Recognition | None = None,
+    on_event: Callable[[], None] | None = None,
+    **options: Any,
+) -> Reflectors:
+    """One view per resource the checks read (nodes cluster-wide), not started, of the process's one watch of
+    that resource (the routes and replicas collectors read Services, routes and HPAs too); `keep`: see `stamp`.
 
     Written out one by one: the RBAC test finds each watch (and its grant) by reading this code.
     """
 
-    def optional(resource: str) -> dict[str, Any]:
-        absent_ok = RESOURCES[resource][2]
-        return {"transform": stamp(resource, keep), "namespace": namespace, "optional": absent_ok, **options}
+    def watch(resource: str) -> dict[str, Any]:
+        scope = None if resource == "nodes" else namespace  # nodes are cluster-scoped
+        return {"namespace": scope, "optional": RESOURCES[resource][2], **options}
+
+    def view(reflector: Reflector[None]) -> Mirror[dict[str, Any]]:
+        return reflector.view(stamp(reflector.resource, keep), on_event)
 
     return Reflectors(
         {
-            "deployments": Reflector(api, "deployments", **optional("deployments")),
-            "statefulsets": Reflector(api, "statefulsets", **optional("statefulsets")),
-            "leaderworkersets": Reflector(api, "leaderworkersets", **optional("leaderworkersets")),
-            "horizontalpodautoscalers": Reflector(
-                api, "horizontalpodautoscalers", **optional("horizontalpodautoscalers")
+            "deployments": view(shared(api, "deployments", **watch("deployments"))),
+            "statefulsets": view(shared(api, "statefulsets", **watch("statefulsets"))),
+            "leaderworkersets": view(shared(api, "leaderworkersets", **watch("leaderworkersets"))),
+            "horizontalpodautoscalers": view(
+                shared(api, "horizontalpodautoscalers", **watch("horizontalpodautoscalers"))
             ),
-            "scaledobjects": Reflector(api, "scaledobjects", **optional("scaledobjects")),
-            "podautoscalers": Reflector(api, "podautoscalers", **optional("podautoscalers")),
-            "poddisruptionbudgets": Reflector(api, "poddisruptionbudgets", **optional("poddisruptionbudgets")),
-            "services": Reflector(api, "services", **optional("services")),
-            "ingresses": Reflector(api, "ingresses", **optional("ingresses")),
-            "httproutes": Reflector(api, "httproutes", **optional("httproutes")),
-            "routes": Reflector(api, "routes", **optional("routes")),
-            "inferencepools": Reflector(api, "inferencepools", **optional("inferencepools")),
-            "nodes": Reflector(api, "nodes", **{**optional("nodes"), "namespace": None}),  # cluster-scoped
+            "scaledobjects": view(shared(api, "scaledobjects", **watch("scaledobjects"))),
+            "podautoscalers": view(shared(api, "podautoscalers", **watch("podautoscalers"))),
+            "poddisruptionbudgets": view(shared(api, "poddisruptionbudgets", **watch("poddisruptionbudgets"))),
+            "services": view(shared(api, "services", **watch("services"))),
+            "ingresses": view(shared(api, "ingresses", **watch("ingresses"))),
+            "httproutes": view(shared(api, "httproutes", **watch("httproutes"))),
+            "routes": view(shared(api, "routes", **watch("routes"))),
+            "inferencepools": view(shared(api, "inferencepools", **watch("inferencepools"))),
+            "nodes": view(shared(api, "nodes", **watch("nodes"))),
         }
     )
 

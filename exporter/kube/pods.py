@@ -7,6 +7,9 @@ of the cluster is sent, decoded and reduced once. A second, server-side filtered
 pods would send them a second time and could not express the opt-in at all (the scrape annotation:
 annotations are not selectable); `cluster.engine_label_selector` is matched on the view instead.
 
+The other resources more than one collector reads (Services, Ingresses, HTTPRoutes, Routes, HPAs) are
+read the same way: views of one `shared` watch each.
+
 Finished pods (Succeeded, Failed) are left to the API server's field selector: they hold no resources,
 serve no traffic (a Service's endpoints leave them out) and are not starting; a pod that finishes
 arrives as DELETED.

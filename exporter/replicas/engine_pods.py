@@ -17,7 +17,7 @@ from exporter.kube.pods import pod_watch
 from exporter.replicas import autoscalers, startup
 from exporter.replicas.collector import ReplicasCollector
 from exporter.routes.collector import RoutesCollector
-from exporter.sources.kube import Reflector, ReflectorView
+from exporter.sources.kube import ReflectorView, shared
 
 
 def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
@@ -35,7 +35,7 @@ def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
 
 def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart]) -> ReplicasCollector:
     """The replicas collector over the engine-pod watch, with the HorizontalPodAutoscalers that scale them."""
-    hpas = Reflector(api, "horizontalpodautoscalers", transform=autoscalers.autoscaler_record, optional=True)
+    hpas = shared(api, "horizontalpodautoscalers", optional=True).view(autoscalers.autoscaler_record)  # audit's too
     return ReplicasCollector(pods, hpas)
 
 

@@ -16,7 +16,7 @@ from exporter.catalogue import routes as spec
 from exporter.config import Routes
 from exporter.exposition import Family
 from exporter.routes import model
-from exporter.sources.kube import Mirror, Reflector, Reflectors
+from exporter.sources.kube import Mirror, Reflectors, shared
 from exporter.watched import Recomputed, Watching
 
 
@@ -30,18 +30,15 @@ def make_reflectors(api: Any, config: Routes) -> dict[str, Mirror[Any]]:
     route_default = _none_if_zero(config.httproute_default_timeout_seconds)
     openshift_default = _none_if_zero(config.openshift_route_default_timeout_seconds)
     return {
-        # optional: an API group not served, or a grant missing after an upgrade, leaves the routes empty
-        # (and says so in the logs) instead of holding back the cluster role's readiness
-        "ingresses": Reflector(
-            api, "ingresses", transform=lambda o: model.ingress_record(o, ingress_default), optional=True
-        ),
-        "httproutes": Reflector(
-            api, "httproutes", transform=lambda o: model.httproute_record(o, route_default), optional=True
-        ),
-        "services": Reflector(api, "services", transform=model.service_record, optional=True),
+        # views of the role's one watch of each resource (the audit reads them too); optional: an API group not
+        # served, or a grant missing after an upgrade, leaves the routes empty (and says so in the logs)
+        # instead of holding back the cluster role's readiness
+        "ingresses": shared(api, "ingresses", optional=True).view(lambda o: model.ingress_record(o, ingress_default)),
+        "httproutes": shared(api, "httproutes", optional=True).view(lambda o: model.httproute_record(o, route_default)),
+        "services": shared(api, "services", optional=True).view(model.service_record),
         # OpenShift Routes (route.openshift.io): absent outside OpenShift, a 404 counts as none
-        "routes": Reflector(
-            api, "routes", transform=lambda o: model.openshift_route_record(o, openshift_default), optional=True
+        "routes": shared(api, "routes", optional=True).view(
+            lambda o: model.openshift_route_record(o, openshift_default)
         ),
     }
 

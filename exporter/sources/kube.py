@@ -264,11 +264,16 @@ class Reflector(Generic[T]):
     def started(self) -> bool:
         return self._thread is not None
 
-    def view(self, transform: Callable[[dict[str, Any]], V | None]) -> ReflectorView[V]:
-        """Another reader of this list+watch, keeping its own records; only before `start()`."""
+    def view(
+        self, transform: Callable[[dict[str, Any]], V | None], on_event: Callable[[], None] | None = None
+    ) -> ReflectorView[V]:
+        """Another reader of this list+watch, keeping its own records (`on_event` after each change of them);
+        only before `start()`."""
         if self._thread is not None:
             raise RuntimeError(f"{self.resource}: a view added after start would miss the objects already listed")
         view: ReflectorView[V] = ReflectorView(self, transform)
+        if on_event is not None:
+            view.listen(on_event)
         self._views.append(view)
         return view
 
@@ -592,8 +597,9 @@ def shared(
     """The one list+watch of `resource` (with these selectors) for every reader built against the same API
     server and identity before it starts; read it through `view()`. It keeps no records of its own. A
     reflector already started is not joined (a view added then would miss the objects listed): the next
-    caller gets a new one. `options` (page size, backoff) are those of its first caller."""
-    key = (_identity(api), resource, field_selector, label_selector, namespace)
+    caller gets a new one. Optional and required watches of a resource are apart (an optional one reads a
+    403 as none); the other `options` (page size, backoff) are those of its first caller."""
+    key = (_identity(api), resource, field_selector, label_selector, namespace, bool(options.get("optional")))
     with _shared_lock:
         reflector = _shared.get(key)
         if reflector is None or reflector.started:

@@ -9,6 +9,7 @@ plane in tests/kube_real/test_watch.py.
 from __future__ import annotations
 
 import time
+from urllib.parse import urlsplit
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -234,3 +235,24 @@ def test_views_share_one_list_and_watch_and_hear_only_their_own_changes(
     assert shared_one.started and not shared_one._stop.is_set()  # the other view still reads it
     names.stop()
     assert shared_one._stop.is_set()
+
+
+def test_the_cluster_roles_engine_pod_collectors_list_each_resource_once(fake_api: FakeKubeAPI, kubeconfig: str) -> None:
+    """Routes, replicas and audit all read Services, Ingresses, HTTPRoutes, Routes and HPAs (and the pods):
+    views of one watch each, so every collection is listed once, however many collectors read it."""
+    from exporter.config import Cluster, Replicas, Routes
+    from exporter.replicas.engine_pods import build_engine_pod_collectors
+
+    config = Cluster(routes=Routes(enabled=True), replicas=Replicas(enabled=True))
+    collectors = build_engine_pod_collectors(config, kubeconfig)
+    assert sorted(c.name for c in collectors) == ["audit", "replicas", "routes"]
+    for c in collectors:
+        c.start()
+    try:
+        eventually(lambda: all(c.ready() for c in collectors))
+    finally:
+        for c in collectors:
+            c.close()
+    lists = [urlsplit(p).path for p in fake_api.requests if "watch=true" not in p]
+    shared_ones = ("services", "ingresses", "httproutes", "routes", "horizontalpodautoscalers", "pods")
+    assert {name: sum(p.endswith("/" + name) for p in lists) for name in shared_ones} == dict.fromkeys(shared_ones, 1)
