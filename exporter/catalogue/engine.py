@@ -142,7 +142,7 @@ LORA_ADAPTER_ACTIVE = _g(
     "llm_lora_adapter_active",
     "1 while the LoRA adapter has requests in flight (running or waiting), 0 for one that had some earlier in "
     f"the engine's life (vLLM lora_requests_info, --enable-lora). The {LORA_TOP_ADAPTERS} adapters active now "
-    "first, then the most recently active, by name; the rest as adapter=\"other\" (1 when any of them is "
+    'first, then the most recently active, by name; the rest as adapter="other" (1 when any of them is '
     "active). vLLM names the adapters, not their request counts, and lists the same ones as running and waiting.",
     (*SERIES, "adapter"),
     stability=Stability.EXPERIMENTAL,

@@ -5,22 +5,26 @@ input is bad (an unreachable or refusing Prometheus, a namespace or model withou
 
 Against a store of many clusters (Thanos Query), `--cluster VALUE` walks one cluster as its own Prometheus
 would: every query gets its `--cluster-label` matcher (`exporter.check.scope`, as `check` and the watchdog), each
-finding names it. `--replica-label` names the labels Prometheus replicas differ by, deduplicated on. A store that
-does not answer (a partial response) exits 2: the series it holds would be missing from every verdict.
+finding names it. Without `--cluster`, a store whose engine series carry several values of the label is walked
+once per cluster (a report each, the exit code the worst of them), never summed across clusters.
+`--replica-label` names the labels Prometheus replicas differ by, deduplicated on. A store that does not answer
+(a partial response) exits 2: the series it holds would be missing from every verdict.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import re
 import sys
 import time
+from dataclasses import replace
 
 from exporter.bundle.cluster import DEFAULT_LABEL, label_name
 from exporter.check.scope import Cluster, add_replica_label
 from exporter.diagnose import render
-from exporter.diagnose.collect import Progress, read, rfc3339
+from exporter.diagnose.collect import Progress, clusters, read, rfc3339
 from exporter.diagnose.limits import DEFAULT
 from exporter.diagnose.promql import Scope
 from exporter.diagnose.walk import ScopeError, walk
@@ -107,16 +111,24 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, PrometheusError) as exc:
         print(f"llm-exporter diagnose: {exc}", file=sys.stderr)
         return 2
-    cluster = Cluster(args.cluster_label, args.cluster) if args.cluster else None
-    scope = Scope(args.namespace, args.model, args.window, cluster)
+    scope = Scope(args.namespace, args.model, args.window)
     try:
-        readings = read(source, scope, at, DEFAULT, _progress())
-        report = walk(readings, rfc3339(at - span), args.namespace)
+        if args.cluster:
+            walks: list[Cluster | None] = [Cluster(args.cluster_label, args.cluster)]
+        else:
+            walks = clusters(source, scope, at, args.cluster_label)
+        reports = [
+            walk(read(source, replace(scope, cluster=c), at, DEFAULT, _progress()), rfc3339(at - span), args.namespace)
+            for c in walks
+        ]
     except PrometheusError as exc:
         print(f"llm-exporter diagnose: {explain(exc, args.prometheus)}", file=sys.stderr)
         return 2
     except ScopeError as exc:
         print(f"llm-exporter diagnose: {exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(render.RENDERERS[args.output](report, args.grafana_url))
-    return report.exit_code
+    if len(reports) > 1 and args.output == "json":  # one report per cluster, one JSON object per line
+        sys.stdout.write("".join(json.dumps(render.as_json(r, args.grafana_url)) + "\n" for r in reports))
+    else:
+        sys.stdout.write("\n".join(render.RENDERERS[args.output](r, args.grafana_url) for r in reports))
+    return max(r.exit_code for r in reports)

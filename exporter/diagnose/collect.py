@@ -6,6 +6,7 @@ import datetime
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from exporter.check.scope import Cluster
 from exporter.diagnose.limits import DEFAULT, Limits
 from exporter.diagnose.model import Readings, Sample
 from exporter.diagnose.promql import Scope, render
@@ -57,3 +58,14 @@ def read(
     if progress is not None:
         progress("done", len(planned), len(planned))
     return Readings(rfc3339(at), scope.window, texts, results, limits, scope.model, scope.cluster)
+
+
+def clusters(source: Source, scope: Scope, at: float, label: str, limits: Limits = DEFAULT) -> list[Cluster | None]:
+    """The clusters to walk one by one: each value of `label` among the engine series in scope when the store
+    holds more than one (Thanos Query over many clusters: summed, their queues and free GPUs would describe no
+    cluster at all), else `[None]`, the one Prometheus walked as it is. Series without the label are a cluster
+    of their own (`label=""`)."""
+    series = "llm_requests_running{$NSM}" if scope.model else "llm_engine_info{$NS}"
+    expr = render(f"group by ({label}) (last_over_time({series}[$W]))", scope, limits.selector)
+    values = sorted({s.label(label) for s in samples(source.query(expr, at=at))})
+    return [Cluster(label, v) for v in values] if len(values) > 1 else [None]

@@ -101,6 +101,7 @@ def as_json(report: Report, grafana_url: str = "") -> dict[str, Any]:
     return {
         "status": report.status,
         "window": {"start": report.start, "end": report.end, "duration": report.window},
+        "cluster": report.cluster.value if report.cluster is not None else "",
         "telemetry": [{"problem": f.verdict, "evidence": _evidence(f)} for f in report.telemetry],
         "findings": [
             {

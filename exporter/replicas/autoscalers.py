@@ -40,8 +40,10 @@ def autoscaler_record(obj: Mapping[str, Any]) -> Autoscaler | None:
         return None
     name, kind = str(meta.get("name", "")), "hpa"
     for owner in meta.get("ownerReferences") or []:
-        if owner.get("controller") and owner.get("kind") == "ScaledObject" and owner.get("apiVersion", "").startswith(
-            "keda.sh/"
+        if (
+            owner.get("controller")
+            and owner.get("kind") == "ScaledObject"
+            and owner.get("apiVersion", "").startswith("keda.sh/")
         ):
             name, kind = str(owner.get("name", name)), "keda"
     limited = any(

@@ -202,6 +202,4 @@ def engine_route_timeouts(routes: Iterable[Route], engines: set[tuple[str, str]]
 
 def engine_routes(routes: Iterable[Route], engines: set[tuple[str, str]]) -> list[Route]:
     """The routes with at least one rule that reaches an engine Service."""
-    return [
-        r for r in routes if any((r.namespace, s) in engines for services, _, _ in r.rules for s in services)
-    ]
+    return [r for r in routes if any((r.namespace, s) in engines for services, _, _ in r.rules for s in services)]

@@ -101,6 +101,9 @@ class KubeConfigError(Exception):
     """No usable Kubernetes configuration: neither in-cluster nor a kubeconfig file."""
 
 
+CONNECTION_POOL_SIZE = 32
+
+
 def connect(kubeconfig: str | None = None) -> Any:
     """An `ApiClient` for `kubeconfig`, or the in-cluster service account, or `~/.kube/config`."""
     configuration = client.Configuration()
@@ -115,6 +118,9 @@ def connect(kubeconfig: str | None = None) -> Any:
     except (config.ConfigException, OSError, ValueError, TypeError) as exc:
         where = kubeconfig or "in-cluster or ~/.kube/config"
         raise KubeConfigError(f"no Kubernetes configuration ({where}): {exc}") from exc
+    # every watch holds one connection for its stream (the cluster role runs about twenty); the client's default
+    # pool (5 per CPU) would discard the ones over it at each release and open new ones, TLS handshake and all
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE)
     return client.ApiClient(configuration)
 
 

@@ -101,7 +101,6 @@ def deploy_engine(cluster: Cluster, prometheus_url: str) -> None:
     except AssertionError as exc:
         pods = cluster.must("GET", f"/api/v1/namespaces/{NAMESPACE}/pods")["items"]
         stamps = [
-            (p["metadata"]["name"], p["metadata"]["creationTimestamp"], p["status"].get("conditions"))
-            for p in pods
+            (p["metadata"]["name"], p["metadata"]["creationTimestamp"], p["status"].get("conditions")) for p in pods
         ]
         raise AssertionError(f"{exc}; replica series: {seen}; pods: {stamps}") from exc

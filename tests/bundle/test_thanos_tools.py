@@ -113,7 +113,7 @@ def test_the_watchdog_flags_the_empty_trigger_of_cluster_b_only(keda: dict[str, 
         for url in urls.values():
             assert 'llm_query_check_errors_total{reason="partial_response"} 0' in metrics(url)
     log = (keda["tmp"] / "watchdog-b.log").read_text()
-    assert r'trigger 0 as cluster=\"b\" sees it:' in log, log[-2000:]  # logfmt escapes the quotes
+    assert r"trigger 0 as cluster=\"b\" sees it:" in log, log[-2000:]  # logfmt escapes the quotes
     assert "vllm:num_requests_waiting: never present in the last 1d" in log, log[-2000:]
 
 
@@ -202,3 +202,26 @@ def test_a_store_down_exits_2_and_counts_partial_responses(
         assert not [x for x in lines if x.startswith("llm_query_empty")], "a partial answer is no verdict"
         assert 'llm_query_check_errors_total{reason="bad_query"} 0' in lines
     assert f"partial response: no answer from {dead}" in (keda["tmp"] / "watchdog-partial.log").read_text()
+
+
+def test_diagnose_without_a_cluster_walks_each_cluster_apart(
+    thanos: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No --cluster on the store of two clusters: one report per cluster, never their sum (cluster a's queue
+    and its Pending replica are a's alone; b, where the same Deployment waits for nobody, is healthy)."""
+    url = thanos["query"]
+    wait_for(lambda: walked(url, "a").status == "findings", 90, "cluster a's users waiting")
+    a = walked(url, "a")
+    code, out, err = diagnose(capsys, "--prometheus", url, "--namespace", NAMESPACE)
+    assert (code, err) == (1, "")
+    first, second = out.split("\nllm-exporter diagnose: ")
+    assert first.startswith(f"llm-exporter diagnose: {len(a.findings)} findings (cluster a, namespace demo, 15m up to ")
+    assert second.startswith("healthy: nobody waits (cluster b, namespace demo, 15m up to ")
+    code, out, err = diagnose(capsys, "--prometheus", url, "--namespace", NAMESPACE, "--output", "json")
+    bodies = [json.loads(line) for line in out.splitlines()]
+    for body in bodies:
+        jsonschema.validate(body, SCHEMA)
+    assert (code, err) == (1, "")
+    assert [(b["cluster"], b["status"]) for b in bodies] == [("a", "findings"), ("b", "healthy")]
+    assert [(f["stage"], f["cluster"]) for f in bodies[0]["findings"]] == [(f.stage, "a") for f in a.findings]
+    assert bodies[1]["findings"] == []

@@ -29,8 +29,10 @@ def test_the_recorded_adapters_are_idle_after_their_requests() -> None:
 
 def test_the_newest_series_names_the_active_adapters() -> None:
     # the same body scraped while ada had a request in flight: its series set last
-    body = recorded(LORA).replace("1.7963671523883321e+09", "1.7963671520e+09").replace(
-        '"ada"} 1.7963671521844852e+09', '"ada"} 1.7963671529e+09'
+    body = (
+        recorded(LORA)
+        .replace("1.7963671523883321e+09", "1.7963671520e+09")
+        .replace('"ada"} 1.7963671521844852e+09', '"ada"} 1.7963671529e+09')
     )
     assert lines(exposition(body), "llm_lora_adapter_active") == [
         f'llm_lora_adapter_active{{{HEAD},model="",dp_rank="",adapter="ada"}} 1',

@@ -9,10 +9,10 @@ plane in tests/kube_real/test_watch.py.
 from __future__ import annotations
 
 import time
-from urllib.parse import urlsplit
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -237,7 +237,9 @@ def test_views_share_one_list_and_watch_and_hear_only_their_own_changes(
     assert shared_one._stop.is_set()
 
 
-def test_the_cluster_roles_engine_pod_collectors_list_each_resource_once(fake_api: FakeKubeAPI, kubeconfig: str) -> None:
+def test_the_cluster_roles_engine_pod_collectors_list_each_resource_once(
+    fake_api: FakeKubeAPI, kubeconfig: str
+) -> None:
     """Routes, replicas and audit all read Services, Ingresses, HTTPRoutes, Routes and HPAs (and the pods):
     views of one watch each, so every collection is listed once, however many collectors read it."""
     from exporter.config import Cluster, Replicas, Routes
@@ -256,3 +258,9 @@ def test_the_cluster_roles_engine_pod_collectors_list_each_resource_once(fake_ap
     lists = [urlsplit(p).path for p in fake_api.requests if "watch=true" not in p]
     shared_ones = ("services", "ingresses", "httproutes", "routes", "horizontalpodautoscalers", "pods")
     assert {name: sum(p.endswith("/" + name) for p in lists) for name in shared_ones} == dict.fromkeys(shared_ones, 1)
+
+
+def test_the_client_keeps_a_connection_for_every_watch_of_the_cluster_role(kubeconfig: str) -> None:
+    """About twenty watches stream at once in the cluster role; a pool smaller than that (the client's default
+    is 5 per CPU) discards connections at each release and reconnects, warning each time."""
+    assert connect(kubeconfig).configuration.connection_pool_maxsize == kube.CONNECTION_POOL_SIZE >= 20
