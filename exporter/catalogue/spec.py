@@ -47,6 +47,11 @@ class MetricSpec:
     stability: Stability = Stability.STABLE
     deprecated: str = ""  # "use X instead; removed in Y" when set
 
+    def __hash__(self) -> int:
+        # names are unique (equal specs share it): the generated hash would hash every field, the two enums through
+        # Python calls, at each of the mapping's dict look-ups of every scrape
+        return hash(self.name)
+
     @property
     def suffixes(self) -> tuple[str, ...]:
         """What its sample names add to its name in the text format: a histogram's three, else none ("")."""

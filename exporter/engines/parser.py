@@ -117,7 +117,18 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
                 if name not in wanted:
                     seen_data = True
                     continue
-            labels, rest = _label_set(line, brace)
+            close = line.rfind("}")
+            if close < brace:
+                raise ParseError(f"unclosed label set: {line[:80]!r}")
+            labels = parse_labels(line[brace + 1 : close])
+            try:  # the common line, `name{...} value`: float() takes the blank before the value
+                value = float(line[close + 1 :])
+            except ValueError:  # a timestamp after the value (or a bad value: parse_value says which)
+                rest = line[close + 1 :].split()
+            else:
+                seen_data = True
+                samples.setdefault(name, []).append((labels, value))
+                continue
         else:
             if space == -1:
                 space = line.find("\t")  # `name\tvalue`
