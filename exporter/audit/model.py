@@ -445,10 +445,20 @@ def label_selector(obj: Any) -> Selector:
 
 
 @dataclass(frozen=True)
-class Pdb:
+class Selecting:
+    """An object that picks pods by a label selector."""
+
     namespace: str
     name: str
     selector: Selector
+
+
+class Pdb(Selecting):
+    """A PodDisruptionBudget."""
+
+
+class Service(Selecting):
+    """A Service (its selector is match labels only)."""
 
 
 def pdb(obj: Mapping[str, Any], default_namespace: str = "default") -> Pdb | None:
@@ -456,13 +466,6 @@ def pdb(obj: Mapping[str, Any], default_namespace: str = "default") -> Pdb | Non
         return None
     namespace, name, _, _ = _meta(obj, default_namespace)
     return Pdb(namespace, name, label_selector(_dict(obj.get("spec")).get("selector")))
-
-
-@dataclass(frozen=True)
-class Service:
-    namespace: str
-    name: str
-    selector: Selector
 
 
 def service(obj: Mapping[str, Any], default_namespace: str = "default") -> Service | None:
