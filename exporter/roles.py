@@ -144,13 +144,14 @@ def _routes(w: Wiring) -> list[Collector]:
     api = _engine_api(w)
     if api is None:
         return []
-    return [RoutesCollector({**make_reflectors(api, w.config.cluster.routes), "pods": _engine_pods(w, api)})]
+    reflectors = make_reflectors(api, w.config.cluster.routes, w.config.cluster.page_size)
+    return [RoutesCollector({**reflectors, "pods": _engine_pods(w, api)})]
 
 
 def _replicas_collector(w: Wiring, api: Any) -> ReplicasCollector:
     from exporter.replicas.engine_pods import replicas_collector
 
-    return w.part("replicas", lambda: replicas_collector(api, _engine_pods(w, api)))
+    return w.part("replicas", lambda: replicas_collector(api, _engine_pods(w, api), w.config.cluster.page_size))
 
 
 def _replicas(w: Wiring) -> list[Collector]:

@@ -64,7 +64,7 @@ _VERSION_SOURCES = {"endpoint": "asked from the engine", "inferred": "inferred f
 
 
 def engines_found(body: str) -> list[str]:
-    """ "vllm 0.32.0 (asked from the engine)" for each engine target, from `llm_engine_info`."""
+    """One line per engine target, from `llm_engine_info`: `vllm 0.32.0 (asked from the engine)`."""
     parsed = parser.parse(body, frozenset({"llm_engine_info"}), "llm_")
     found = []
     for pairs, _ in parsed.samples.get("llm_engine_info", ()):

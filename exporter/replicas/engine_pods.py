@@ -33,9 +33,12 @@ def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
     return pod_watch(api, page_size=config.page_size).view(record)
 
 
-def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart]) -> ReplicasCollector:
-    """The replicas collector over the engine-pod watch, with the HorizontalPodAutoscalers that scale them."""
-    hpas = shared(api, "horizontalpodautoscalers", optional=True).view(autoscalers.autoscaler_record)  # audit's too
+def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart], page_size: int = 500) -> ReplicasCollector:
+    """The replicas collector over the engine-pod watch, with the HorizontalPodAutoscalers that scale them (a view
+    of the watch the audit reads too)."""
+    hpas = shared(api, "horizontalpodautoscalers", optional=True, page_size=page_size).view(
+        autoscalers.autoscaler_record
+    )
     return ReplicasCollector(pods, hpas)
 
 

@@ -24,7 +24,7 @@ def _none_if_zero(seconds: float) -> float | None:
     return seconds or None
 
 
-def make_reflectors(api: Any, config: Routes) -> dict[str, Mirror[Any]]:
+def make_reflectors(api: Any, config: Routes, page_size: int = 500) -> dict[str, Mirror[Any]]:
     """The route objects' reflectors; the engine pods ("pods") come from the shared engine-pod watch."""
     ingress_default = _none_if_zero(config.ingress_default_timeout_seconds)
     route_default = _none_if_zero(config.httproute_default_timeout_seconds)
@@ -33,11 +33,15 @@ def make_reflectors(api: Any, config: Routes) -> dict[str, Mirror[Any]]:
         # views of the role's one watch of each resource (the audit reads them too); optional: an API group not
         # served, or a grant missing after an upgrade, leaves the routes empty (and says so in the logs)
         # instead of holding back the cluster role's readiness
-        "ingresses": shared(api, "ingresses", optional=True).view(lambda o: model.ingress_record(o, ingress_default)),
-        "httproutes": shared(api, "httproutes", optional=True).view(lambda o: model.httproute_record(o, route_default)),
-        "services": shared(api, "services", optional=True).view(model.service_record),
+        "ingresses": shared(api, "ingresses", optional=True, page_size=page_size).view(
+            lambda o: model.ingress_record(o, ingress_default)
+        ),
+        "httproutes": shared(api, "httproutes", optional=True, page_size=page_size).view(
+            lambda o: model.httproute_record(o, route_default)
+        ),
+        "services": shared(api, "services", optional=True, page_size=page_size).view(model.service_record),
         # OpenShift Routes (route.openshift.io): absent outside OpenShift, a 404 counts as none
-        "routes": shared(api, "routes", optional=True).view(
+        "routes": shared(api, "routes", optional=True, page_size=page_size).view(
             lambda o: model.openshift_route_record(o, openshift_default)
         ),
     }
