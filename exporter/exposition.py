@@ -9,7 +9,7 @@ negotiated from its `Accept` header (exporter/negotiation.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from exporter.catalogue.spec import MetricSpec, MetricType
@@ -42,33 +42,14 @@ def format_value(value: float) -> str:
 
 
 class Family:
-    """The samples of one catalogue metric for one scrape.
+    """The samples of one catalogue metric for one scrape."""
 
-    A family that a collector keeps between watch events (the cluster view, the routes) is served again at the
-    next scrape: its text is kept per format and written again only when its samples changed.
-    """
-
-    __slots__ = ("_texts", "samples", "spec")
+    __slots__ = ("samples", "spec")
 
     def __init__(self, spec: MetricSpec) -> None:
         self.spec = spec
         # (sample-name suffix such as "_bucket" or "", rendered label block, value)
         self.samples: list[tuple[str, str, float]] = []
-        # format → (the sample list and its length when written, the text): a new list or more samples rewrite it
-        self._texts: dict[str, tuple[list[tuple[str, str, float]], int, str]] | None = None
-
-    def text(self, form: str, write: Callable[[Family], str]) -> str:
-        """`write(self)`, or the text it gave for `form` while the samples are the same list of the same length."""
-        texts = self._texts
-        if texts is not None and (kept := texts.get(form)) is not None:
-            samples, count, text = kept
-            if samples is self.samples and count == len(samples):
-                return text
-        text = write(self)
-        if texts is None:
-            texts = self._texts = {}
-        texts[form] = (self.samples, len(self.samples), text)
-        return text
 
     def add(self, label_values: Sequence[str], value: float) -> None:
         """Add one sample; `label_values` follow the order of `spec.labels`."""
@@ -91,33 +72,35 @@ def _rendered(names: tuple[str, ...], values: tuple[str, ...]) -> str:
 
 def render(families: Iterable[Family]) -> str:
     """The text exposition of `families`; empty families are left out entirely."""
-    return "".join(family.text("text", _text_family) for family in families if family.samples)
-
-
-def _text_family(family: Family) -> str:
-    spec = family.spec
-    help_text = spec.help + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
-    help_text = help_text.replace("\\", "\\\\").replace("\n", "\\n")
-    name = spec.name
-    head = f"# HELP {name} {help_text}\n# TYPE {name} {spec.type.value}\n"
-    return head + "".join(f"{name}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
+    out: list[str] = []
+    for family in families:
+        if not family.samples:
+            continue
+        spec = family.spec
+        help_text = spec.help + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
+        help_text = help_text.replace("\\", "\\\\").replace("\n", "\\n")
+        out.append(f"# HELP {spec.name} {help_text}\n# TYPE {spec.name} {spec.type.value}\n")
+        name = spec.name
+        out.extend(f"{name}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
+    return "".join(out)
 
 
 def render_openmetrics(families: Iterable[Family]) -> str:
     """The OpenMetrics 1.0 exposition of `families`: counters named without `_total` in their metadata,
     `# UNIT` where the name ends in the unit, `# EOF` at the end. Counters' optional `_created` is left out."""
-    return "".join(family.text("openmetrics", _openmetrics_family) for family in families if family.samples) + "# EOF\n"
-
-
-def _openmetrics_family(family: Family) -> str:
-    spec = family.spec
-    name = spec.name.removesuffix("_total") if spec.type is MetricType.COUNTER else spec.name
-    help_text = spec.help + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
-    help_text = escape_label_value(help_text)  # OpenMetrics escapes HELP like a label value
-    out = [f"# TYPE {name} {spec.type.value}\n"]
-    if spec.unit and name.endswith(f"_{spec.unit}"):
-        out.append(f"# UNIT {name} {spec.unit}\n")
-    out.append(f"# HELP {name} {help_text}\n")
-    sample = spec.name
-    out.extend(f"{sample}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
+    out: list[str] = []
+    for family in families:
+        if not family.samples:
+            continue
+        spec = family.spec
+        name = spec.name.removesuffix("_total") if spec.type is MetricType.COUNTER else spec.name
+        help_text = spec.help + (f" DEPRECATED: {spec.deprecated}" if spec.deprecated else "")
+        help_text = escape_label_value(help_text)  # OpenMetrics escapes HELP like a label value
+        out.append(f"# TYPE {name} {spec.type.value}\n")
+        if spec.unit and name.endswith(f"_{spec.unit}"):
+            out.append(f"# UNIT {name} {spec.unit}\n")
+        out.append(f"# HELP {name} {help_text}\n")
+        sample = spec.name
+        out.extend(f"{sample}{suffix}{labels} {format_value(value)}\n" for suffix, labels, value in family.samples)
+    out.append("# EOF\n")
     return "".join(out)

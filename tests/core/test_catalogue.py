@@ -55,29 +55,3 @@ def test_a_deprecated_metric_says_so_in_its_help() -> None:
         "# HELP llm_engine_up 1 when the last scrape of this engine target succeeded, else 0. "
         "DEPRECATED: use llm_engine_reachable instead; removed in 0.3"
     )
-
-
-def test_a_kept_family_is_written_again_only_when_its_samples_changed() -> None:
-    """The cluster view and the routes serve the same families until a watch event: their text is kept per
-    format, and a sample added (or a new sample list) writes it again."""
-    from exporter.catalogue import engine
-    from exporter.exposition import Family, render, render_openmetrics
-
-    family = Family(engine.ENGINE_UP)
-    family.add(("ns", "a", "vllm"), 1)
-    writes: list[str] = []
-
-    def write(f: Family) -> str:
-        writes.append(f.spec.name)
-        return f"{len(f.samples)}\n"
-
-    assert family.text("probe", write) == family.text("probe", write) == "1\n" and len(writes) == 1
-    first = render([family])
-    assert render([family]) == first
-    assert first.endswith('llm_engine_up{namespace="ns",pod="a",engine="vllm"} 1\n')
-    family.add(("ns", "b", "vllm"), 0)
-    assert family.text("probe", write) == "2\n" and len(writes) == 2
-    assert render([family]) == first + 'llm_engine_up{namespace="ns",pod="b",engine="vllm"} 0\n'
-    family.samples = family.samples[:1]
-    assert render([family]) == first
-    assert render_openmetrics([family]).endswith('llm_engine_up{namespace="ns",pod="a",engine="vllm"} 1\n# EOF\n')
