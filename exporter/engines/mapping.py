@@ -218,10 +218,8 @@ def _series_groups(
     groups: dict[tuple[tuple[str, str], ...], list[Sample]] = {}
     longest = limits.max_label_value_length
     for suffix in spec.suffixes:
-        samples = parsed.samples.get(source + suffix)
-        if not samples:
-            continue
-        if len(samples) > 1 and len({labels for labels, _ in samples}) != len(samples):  # rare: checked in C
+        samples = parsed.samples.get(source + suffix, [])
+        if len({labels for labels, _ in samples}) != len(samples):  # rare: checked in C, handled in Python
             samples = _first_of_each(samples, dropped)
         for labels, value in samples:
             key, block = _series_key(labels, longest, head, renames)
