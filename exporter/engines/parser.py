@@ -117,10 +117,7 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
                 if name not in wanted:
                     seen_data = True
                     continue
-            close = line.rfind("}")
-            if close < brace:
-                raise ParseError(f"unclosed label set: {line[:80]!r}")
-            labels = parse_labels(line[brace + 1 : close])
+            labels, close = _labels_at(line, brace)
             try:  # the common line, `name{...} value`: float() takes the blank before the value
                 value = float(line[close + 1 :])
             except ValueError:  # a timestamp after the value (or a bad value: parse_value says which)
@@ -162,12 +159,18 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
     return result
 
 
-def _label_set(line: str, brace: int) -> tuple[tuple[tuple[str, str], ...], list[str]]:
-    """The labels of the set opening at `brace`, and the tokens after it (value, timestamp)."""
+def _labels_at(line: str, brace: int) -> tuple[tuple[tuple[str, str], ...], int]:
+    """The labels of the set opening at `brace`, and where it closes."""
     close = line.rfind("}")
     if close < brace:
         raise ParseError(f"unclosed label set: {line[:80]!r}")
-    return parse_labels(line[brace + 1 : close]), line[close + 1 :].split()
+    return parse_labels(line[brace + 1 : close]), close
+
+
+def _label_set(line: str, brace: int) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """The labels of the set opening at `brace`, and the tokens after it (value, timestamp)."""
+    labels, close = _labels_at(line, brace)
+    return labels, line[close + 1 :].split()
 
 
 def _dedented(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:

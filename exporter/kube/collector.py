@@ -100,8 +100,7 @@ def reflectors(api: Any, config: Cluster, on_event: Callable[[], None], **option
     """The cluster view's reflectors; the pods are a view of the role's one pod watch (`pod_watch`)."""
     tuning: dict[str, Any] = {"page_size": config.page_size, "resync_seconds": config.resync_seconds, **options}
     common: dict[str, Any] = {"on_event": on_event, **tuning}
-    pods = pod_watch(api, **tuning).view(_pod_record)
-    pods.listen(on_event)
+    pods = pod_watch(api, **tuning).view(_pod_record, on_event)
     return {
         "nodes": Reflector(api, "nodes", transform=transform.node_record, **common),
         "pods": pods,
