@@ -68,6 +68,18 @@ def _parsed_names(engine: Engine) -> frozenset[str]:
 
 
 @cache
+def _sample_families(engine: Engine) -> dict[str, str]:
+    """Every sample name any release of `engine` may expose for a canonical metric → its source family."""
+    return {name: _family_of(name, suffix) for name, (_, suffix) in wanted_samples(engine).items()}
+
+
+@cache
+def _undeclared_totals(engine: Engine) -> dict[str, str]:
+    """A source counter's family as declared without `_total` → the source (`x` → `x_total`)."""
+    return {s.removesuffix("_total"): s for sources in engine.sources.values() for s in sources if s.endswith("_total")}
+
+
+@cache
 def expected_sources(release: Release, engine: Engine) -> dict[MetricSpec, str]:
     """Canonical metric → the source family `release` should expose for it (metrics it has none for: absent).
 
@@ -117,17 +129,18 @@ def map_body(
     engine: Engine,
 ) -> Mapped:
     """Map an engine's /metrics body. Raises parser.ParseError on a body that is not the text format."""
-    wanted = wanted_samples(engine)
     parsed = parser.parse(body, _parsed_names(engine), engine.family_prefix)
-    families = parsed.families | {_family_of(name, wanted[name][1]) for name in parsed.samples if name in wanted}
-    families |= {f + "_total" for f in parsed.families}  # some clients declare counters without `_total`
+    of_sample = _sample_families(engine)
+    families = parsed.families | {of_sample[name] for name in parsed.samples if name in of_sample}
+    totals = _undeclared_totals(engine)  # some clients declare counters without `_total`
+    families.update(totals[family] for family in parsed.families & totals.keys())
     release, version, version_source = choose_release(releases, version_text, families, engine)
     if engine.flavour is not None and (flavour := engine.flavour(body)) is not None:
         release = releases.flavoured(flavour, release)  # its own families: the others are not missing
     # a lazy engine's missing series are only news once it has served a request
     judge_missing = not engine.lazy_series or _active(parsed, engine)
     result = Mapped(version=version, version_source=version_source)
-    result.unmapped = sum(1 for f in parsed.families if not _known(f, releases.known))
+    result.unmapped = len(parsed.families - releases.recognised)
     head = ",".join(f'{key}="{escape_label_value(identity.get(key, ""))}"' for key in IDENTITY)
     renames = tuple(engine.label_renames.items())
     budget = limits.max_series
@@ -252,13 +265,6 @@ def _series_key(
     if any(len(value) > longest for _, value in labels):
         return None, ""
     return tuple(pair for pair in labels if pair[0] != "le"), _label_block(head, labels, renames)
-
-
-def _known(family: str, known: frozenset[str]) -> bool:
-    """Whether any release exposes `family`; `X_created` (counter/histogram creation times) counts as `X`."""
-    if family.endswith("_created"):
-        family = family[: -len("_created")]
-    return family in known or family + "_total" in known
 
 
 @lru_cache(maxsize=1 << 16)  # the same series recur at every scrape

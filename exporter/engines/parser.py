@@ -106,9 +106,7 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
                 result.families.add(name)
             continue
         brace = line.find("{")
-        space = line.find(" ")
-        if brace != -1 and (space == -1 or brace < space):
-            name = line[:brace]
+        if brace != -1 and " " not in (name := line[:brace]):  # `name{`: no blank before the label set
             if name not in wanted:
                 if tabs and "\t" in name:  # `name\t{...}`: tabs before the label set
                     if name[0] == "\t":
@@ -127,6 +125,7 @@ def parse(body: str, wanted: Container[str], family_prefix: str) -> ParsedBody:
                 samples.setdefault(name, []).append((labels, value))
                 continue
         else:
+            space = line.find(" ")
             if space == -1:
                 space = line.find("\t")  # `name\tvalue`
                 if space == -1:

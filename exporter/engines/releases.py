@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from typing import Any
 
@@ -63,6 +63,13 @@ class Releases:
             if release.build is not None and release.build <= build:
                 chosen = release
         return chosen
+
+    @cached_property
+    def recognised(self) -> frozenset[str]:
+        """The family names of a body that some release exposes: `X_created` (the creation times of a counter
+        or histogram) counts as `X`, and a counter declared without `_total` as the counter."""
+        bare = self.known | {family.removesuffix("_total") for family in self.known}
+        return frozenset(f for f in bare if not f.endswith("_created")) | {f + "_created" for f in bare}
 
     @property
     def newest(self) -> Release:

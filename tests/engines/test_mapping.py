@@ -83,6 +83,23 @@ def test_silent_rename_is_present_0_and_absent_never_0() -> None:
     assert 'llm_engine_unmapped_metrics{namespace="demo",pod="vllm-0",engine="vllm"} 1' in text
 
 
+def test_unmapped_counts_the_declared_families_no_release_knows() -> None:
+    """A counter declared without `_total` is the counter (present before its first sample, as prometheus_client
+    writes a labelled one), `X_created` (creation times) is `X`; the rest is new."""
+    body = (
+        "# TYPE vllm:num_preemptions counter\n"
+        "# TYPE vllm:num_preemptions_created gauge\nvllm:num_preemptions_created 1.7e9\n"
+        "# TYPE vllm:time_to_first_token_seconds_created gauge\nvllm:time_to_first_token_seconds_created 1.7e9\n"
+        "# TYPE vllm:brand_new gauge\nvllm:brand_new 1\n# TYPE vllm:brand_new_created gauge\nvllm:brand_new_created 1\n"
+    )
+    text = exposition(body, "0.32.0")
+    assert 'llm_engine_unmapped_metrics{namespace="demo",pod="vllm-0",engine="vllm"} 2' in text
+    assert (
+        'llm_metric_present{namespace="demo",pod="vllm-0",engine="vllm",metric="llm_preemptions_total",'
+        'source="vllm:num_preemptions_total",version="0.32.0"} 1'
+    ) in text
+
+
 def test_version_inferred_without_endpoint_and_newer_release_uses_newest_mapping() -> None:
     mapped = mapping.map_body(derived.body_0_8_2(), ID, None, load("vllm"), engine=vllm.SPEC)
     assert mapped.version_source == "inferred"
