@@ -9,8 +9,9 @@ parses, maps to llm_* and renders the exposition. Target: ours at least 10x fast
 The capacity catalogue's cost (target: parse + map at most 10 % above the code before it) is measured against
 that code itself: the revision before the catalogue (`--before`, 98bcce6, taken from git) and this checkout map
 the same bodies, each in its own process, alternated, the fastest run of each. The steady-state speed-up over
-the peer is also set beside the one published that day; a ratio to the peer moves by up to a third between runs
-on a shared machine, so it is shown, not judged.
+the peer is also set beside the one published that day; on a shared machine the peer's own time moves by more
+than half between runs (5.6 to 14.5 ms for the recorded body), so that ratio is shown, not judged. Exits 1 when
+the cost is above its target.
 
 The capacity catalogue (KV capacity in tokens, length histograms, waiting by reason, rejections, FLOPs and bytes
 read, speculative decoding, LoRA, sleep) is measured beside the catalogue of the 15 request metrics alone, in
@@ -89,14 +90,15 @@ def fastest_interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> di
     return {name: min(t) for name, t in times.items()}
 
 
-def against_revision(revision: str, bodies: tuple[tuple[str, str], ...], repeat: int) -> None:
+def against_revision(revision: str, bodies: tuple[tuple[str, str], ...], repeat: int) -> bool:
     """Parse + map (and + render) of `bodies` by `revision`'s exporter and by this checkout's, in processes
-    alternated `ROUNDS` times, the fastest of each; the cost is this checkout's time over the revision's."""
+    alternated `ROUNDS` times, the fastest of each; the cost is this checkout's time over the revision's.
+    Whether every cost is within its target."""
     git = ["git", "-C", str(ROOT), "archive", revision, "exporter"]
     archive = subprocess.run(git, check=False, capture_output=True)
     if archive.returncode != 0:
         print(f"no comparison with {revision}: git archive said {archive.stderr.decode().strip()!r}")
-        return
+        return False
     with tempfile.TemporaryDirectory() as tmp:
         before = Path(tmp) / revision
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
@@ -120,14 +122,17 @@ def against_revision(revision: str, bodies: tuple[tuple[str, str], ...], repeat:
     print(f"capacity catalogue vs the code before it ({revision}), same bodies, {ROUNDS} processes each alternated,")
     print("fastest run of each (ms per body); cost = now / before, target parse + map <= 1.10")
     print(f"{'body':>14} {'before':>8} {'now':>8} {'cost':>6} {'':4} {'+ render':>9} {'now':>8} {'cost':>6}")
+    within = True
     for (label, body), path in zip(bodies, map(str, paths), strict=True):
         was, now = fastest[revision][path], fastest["now"][path]
         cost = now["map"] / was["map"]
+        within &= cost <= 1.10
         print(
             f"{label + f' {len(body) // 1024} KB':>14} {was['map']:8.3f} {now['map']:8.3f} {cost:6.3f}"
             f" {'PASS' if cost <= 1.10 else 'FAIL':4} {was['render']:9.3f} {now['render']:8.3f}"
             f" {now['render'] / was['render']:6.3f}"
         )
+    return within
 
 
 def main() -> None:
@@ -178,7 +183,7 @@ def main() -> None:
             f"{first * 1e3:10.2f} {theirs / first:8.1f}x {before:6.1f}x"
         )
     print()
-    against_revision(parsed.before, bodies, repeat)
+    within = against_revision(parsed.before, bodies, repeat)
     print()
     print("capacity catalogue vs the 15 request metrics alone, fastest of interleaved runs (ms per body);")
     print("capacity cost = parse + map of the capacity catalogue / of the request metrics")
@@ -199,6 +204,8 @@ def main() -> None:
             f" {cost:14.3f} {t['all'] * 1e3:9.3f}"
             f" {t['all'] / t['all-request']:6.3f}"
         )
+    if not within:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
