@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import timings
 
 from exporter.engines import mapping, registry
 from exporter.engines.collector import Outcome, build_families
@@ -27,12 +28,7 @@ VLLM = (Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "vllm" / "0
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return statistics.median(timings(fn, repeat)) * 1e3
 
 
 def run(text: str, version: str | None) -> Callable[[], object]:

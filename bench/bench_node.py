@@ -45,6 +45,7 @@ COLLECTOR = re.compile(r'^llm_exporter_collector_(success|unavailable)\{collecto
 DROPPED = re.compile(r"^llm_engine_series_dropped\{[^}]*\} (\S+)$", re.M)
 
 from bench_parse import grown  # noqa: E402 - the parse benchmark's grown bodies
+from timing import timings  # noqa: E402
 
 from tests.gpu import stub_nvml_build  # noqa: E402 - the stub NVML of the GPU tests
 
@@ -144,12 +145,10 @@ def peer_parse(bodies: Sequence[str], rounds: int) -> float:
     """Median seconds for prometheus_client to parse every body once, consuming every sample."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
+    def parse_all() -> None:
         deque((s for b in bodies for f in text_string_to_metric_families(b) for s in f.samples), maxlen=0)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+
+    return statistics.median(timings(parse_all, rounds))
 
 
 @contextmanager

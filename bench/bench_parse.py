@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
+from timing import timings
 
 from exporter.engines import mapping, vllm
 from exporter.engines.collector import Outcome, build_families
@@ -71,12 +72,7 @@ def grown(target_bytes: int) -> str:
 
 
 def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(timings(fn, repeat))
 
 
 def fastest_interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:

@@ -22,6 +22,7 @@ from prometheus_client import exposition as pc_text
 from prometheus_client.core import CollectorRegistry, Metric
 from prometheus_client.openmetrics import exposition as pc_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
+from timing import timings
 
 from exporter.engines import mapping, vllm
 from exporter.engines.collector import Outcome, build_families
@@ -53,12 +54,7 @@ class Frozen:
 
 
 def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times) * 1e3
+    return statistics.median(timings(fn, repeat, time.process_time)) * 1e3
 
 
 def main() -> None:

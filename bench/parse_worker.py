@@ -15,21 +15,17 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from timing import timings
 
 WARM_UP = 20  # runs before the timed ones: the label caches filled as at a steady-state scrape
 
 
 def _fastest(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
+    return min(timings(fn, repeat)) * 1e3
 
 
 def main() -> None:

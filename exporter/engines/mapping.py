@@ -70,7 +70,7 @@ def _parsed_names(engine: Engine) -> frozenset[str]:
 @cache
 def _sample_families(engine: Engine) -> dict[str, str]:
     """Every sample name any release of `engine` may expose for a canonical metric → its source family."""
-    return {name: _family_of(name, suffix) for name, (_, suffix) in wanted_samples(engine).items()}
+    return {name: name.removesuffix(suffix) for name, (_, suffix) in wanted_samples(engine).items()}
 
 
 @cache
@@ -113,10 +113,6 @@ def choose_release(
         return (exact[0] if exact else releases.at(key)), version_text or "", "endpoint"
     inferred = releases.infer(families, source_families(engine))
     return inferred, inferred.version, "inferred"
-
-
-def _family_of(sample: str, suffix: str) -> str:
-    return sample[: len(sample) - len(suffix)] if suffix else sample
 
 
 def map_body(
