@@ -42,7 +42,7 @@ class Outcome:
     mapped: mapping.Mapped | None
     error: str  # "" on success, else a FetchError reason, "metrics_disabled" (HTTP 501) or "parse"
     seconds: float
-    engine: str = ""  # the engine found in the body (or configured); "" to keep the target's
+    engine: str = ""  # the engine found in the body (or configured); "": the target's (registry.label_of)
     models: tuple[served.ServedModel, ...] = ()  # from /v1/models, read with the version
 
 
@@ -88,7 +88,8 @@ class EngineCollector:
                 outcomes.append(future.result())
             else:
                 future.cancel()  # not started yet: never let it run into the next scrape
-                outcomes.append(Outcome(target, None, "timeout" if future not in done else "internal", timeout))
+                reason = "timeout" if future not in done else "internal"
+                outcomes.append(Outcome(target, None, reason, timeout, self._known(target)))
         for observe in self._observers:
             observe(outcomes)
         return build_families(outcomes)
@@ -102,22 +103,25 @@ class EngineCollector:
     def _scrape(self, target: EngineTarget, deadline: float) -> Outcome:
         start = time.monotonic()
         if deadline - start < 0.05:
-            return Outcome(target, None, "timeout", 0.0)  # queued past the deadline: no time left to fetch
+            # queued past the deadline: no time left to fetch
+            return Outcome(target, None, "timeout", 0.0, self._known(target))
         raw = b""
         engine = registry.ENGINES.get(target.engine) or self._engines.get(target.metrics_url)
+        # the label of a failed scrape: the engine configured or identified, else none ("unknown"), not a guess
         name = engine.name if engine else ""
         try:
             answered, raw = self._fetch(target, engine, deadline)
             body = raw.decode("utf-8", errors="replace")
             if engine is None:
                 # no hint: the body says which engine it is (else the engine whose own path answered, when the
-                # names don't); a body no engine's prefix marks is read as the registry's fallback engine's
+                # names don't); a body no engine's prefix marks is read as the registry's fallback engine's, and
+                # labelled so once it maps (its series carry that name), but not when it fails to parse
                 found = registry.detect(body) or answered
                 engine = found or registry.get(registry.FALLBACK)
                 if found is not None:
                     with self._lock:
                         self._engines[target.metrics_url] = found
-                name = engine.name
+                    name = found.name
             version = self._version(target, engine, deadline)
             identity = {**target.identity, "engine": engine.name}
             mapped = mapping.map_body(body, identity, version, engine.releases(), self._limits, engine=engine)
@@ -132,7 +136,15 @@ class EngineCollector:
             # the kind of fault only: a misconfigured target could serve anything, and bodies are never logged
             log.debug("engine %s: unparsable body (%s, %d bytes)", target.metrics_url, str(exc).split(":")[0], len(raw))
             return Outcome(target, None, "parse", time.monotonic() - start, name)
-        return Outcome(target, mapped, "", time.monotonic() - start, name, models)
+        return Outcome(target, mapped, "", time.monotonic() - start, engine.name, models)
+
+    def _known(self, target: EngineTarget) -> str:
+        """The engine configured for the target or identified in an earlier body; "" when neither."""
+        if target.engine in registry.ENGINES:
+            return target.engine
+        with self._lock:
+            found = self._engines.get(target.metrics_url)
+        return found.name if found else ""
 
     def _fetch(self, target: EngineTarget, engine: Engine | None, deadline: float) -> tuple[Engine | None, bytes]:
         """(the engine whose own metrics path answered, if that told it; the body) of the target's Prometheus text.

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     EngineName = str  # a Literal built at run time is opaque to a type checker
 else:
     EngineName = Literal[(AUTO, *NAMES)]  # what a target's `engine:` accepts, checked by the config loader
-FALLBACK = "vllm"  # an `auto` target whose body (or absence of one) has not said otherwise
+FALLBACK = "vllm"  # how an `auto` target's body that names no engine is read
+UNKNOWN = "unknown"  # the `engine` label of an `auto` target no body has identified yet (down since start)
 # engines whose `/metrics` is not the text format (trtllm-serve): an unidentified JSON `/metrics` is tried at theirs
 JSON_AT_METRICS = tuple(e for e in _ALL if e.json_at_metrics)
 # a fetch's detail that says an engine's metrics are off (llama.cpp without --metrics: "HTTP 501")
@@ -24,7 +25,7 @@ METRICS_DISABLED = frozenset(f"HTTP {e.metrics_disabled_status}" for e in _ALL i
 
 def label_of(configured: str) -> str:
     """The `engine` label of a target no body has identified yet."""
-    return FALLBACK if configured == AUTO else configured
+    return UNKNOWN if configured == AUTO else configured
 
 
 def get(name: str) -> Engine:

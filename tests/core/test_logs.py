@@ -123,7 +123,7 @@ def test_engine_faults_log_neither_bodies_nor_credentials(captured: io.StringIO)
             text = render(collector.collect())
         finally:
             collector.close()
-    assert 'pod="wrong",engine="vllm",reason="parse"} 1' in text
+    assert 'pod="wrong",engine="unknown",reason="parse"} 1' in text  # an HTML page names no engine
     out = captured.getvalue()
     assert "unparsable body (no samples in body" in out or "unparsable body (not a sample line" in out
     assert "hunter2" not in out and "Jane Doe" not in out and "PROMPT" not in out

@@ -49,7 +49,7 @@ def test_memory_and_threads_stay_flat_while_sources_flap() -> None:
                     gpus[1].lost = i % 7 == 0
                     steady.body = body.replace("vllm:num_requests_running{", f'vllm:num_requests_running{{x="{i % 3}",')
                     text = get(url)
-                    assert 'pod="steady",engine="vllm"} 1' in text and 'pod="gone",engine="vllm"} 0' in text
+                    assert 'pod="steady",engine="vllm"} 1' in text and 'pod="gone",engine="unknown"} 0' in text
                     steady.requested.clear()  # the fakes' own log of requests is the test's memory, not ours
                     flapping.requested.clear()
                     if i == WARM_UP:

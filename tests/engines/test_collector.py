@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from exporter.catalogue import engine as m
 from exporter.config import Engines, Target
+from exporter.demo.vllm_env import free_port
 from exporter.engines.collector import MAX_WORKERS, EngineCollector
 from exporter.exposition import render
 from tests import golden
@@ -43,18 +45,65 @@ def test_a_broken_target_degrades_only_its_own_series(mode: str, reason: str) ->
         bad = stack.enter_context(engine_server(mode, recorded("0.32.0")))
         text, took = scrape((good.url, "good"), (bad.url, "bad"), timeout=1.0, max_bytes=1 << 20)
     assert took < 1.6, "the scrape must answer within the engine timeout"
-    assert 'llm_engine_up{namespace="t",pod="bad",engine="vllm"} 0' in text
-    assert f'llm_engine_scrape_error{{namespace="t",pod="bad",engine="vllm",reason="{reason}"}} 1' in text
+    # an `auto` target no body has identified: its engine is not guessed
+    assert 'llm_engine_up{namespace="t",pod="bad",engine="unknown"} 0' in text
+    assert f'llm_engine_scrape_error{{namespace="t",pod="bad",engine="unknown",reason="{reason}"}} 1' in text
     assert 'llm_engine_up{namespace="t",pod="good",engine="vllm"} 1' in text
     assert 'llm_requests_waiting{namespace="t",pod="good",engine="vllm",model="tiny",dp_rank="0"} 0' in text
-    assert 'pod="bad",engine="vllm",model=' not in text  # no fake zeros for the broken target
+    assert not re.search(r'pod="bad",engine="[^"]*",model=', text)  # no fake zeros for the broken target
 
 
 def test_connection_refused() -> None:
     with engine_server("ok") as server:
         url = server.url
     text, _ = scrape((url, "gone"))
-    assert 'llm_engine_scrape_error{namespace="t",pod="gone",engine="vllm",reason="connect"} 1' in text
+    assert 'llm_engine_scrape_error{namespace="t",pod="gone",engine="unknown",reason="connect"} 1' in text
+
+
+def test_a_down_auto_target_is_engine_unknown_and_named_by_its_host_and_port() -> None:
+    port = free_port()  # nothing listens there
+    collector = EngineCollector(Engines(timeout_seconds=1.0, targets=[Target(url=f"http://127.0.0.1:{port}")]))
+    try:
+        text = golden.exposition(render(collector.collect()))
+    finally:
+        collector.close()
+    source = f'namespace="",pod="127.0.0.1:{port}",engine="unknown"'
+    assert text == (
+        f"# HELP llm_engine_up {m.ENGINE_UP.help}\n"
+        "# TYPE llm_engine_up gauge\n"
+        f"llm_engine_up{{{source}}} 0\n"
+        f"# HELP llm_engine_scrape_duration_seconds {m.SCRAPE_DURATION.help}\n"
+        "# TYPE llm_engine_scrape_duration_seconds gauge\n"
+        f"llm_engine_scrape_duration_seconds{{{source}}} <varies>\n"
+        f"# HELP llm_engine_scrape_error {m.SCRAPE_ERROR.help}\n"
+        "# TYPE llm_engine_scrape_error gauge\n"
+        f'llm_engine_scrape_error{{{source},reason="connect"}} 1\n'
+    )
+
+
+def test_the_engine_label_is_configured_or_identified_never_guessed() -> None:
+    with engine_server("500", recorded("0.32.0")) as auto, engine_server("500") as configured:
+        config = Engines(
+            timeout_seconds=1.0,
+            targets=[
+                Target(url=auto.url, labels={"namespace": "t", "pod": "auto"}),
+                Target(url=configured.url, labels={"namespace": "t", "pod": "sglang"}, engine="sglang"),
+            ],
+        )
+        collector = EngineCollector(config)
+        try:
+            ups = []
+            for mode in ("500", "ok", "500"):  # down since start, then answering as vLLM, then down again
+                auto.mode = mode
+                ups.append(re.findall(r"^llm_engine_up\{(.*)\} (\d)$", render(collector.collect()), re.M))
+        finally:
+            collector.close()
+    assert ups == [
+        [('namespace="t",pod="auto",engine="unknown"', "0"), ('namespace="t",pod="sglang",engine="sglang"', "0")],
+        [('namespace="t",pod="auto",engine="vllm"', "1"), ('namespace="t",pod="sglang",engine="sglang"', "0")],
+        # once identified, a failed scrape keeps the name: the series (and an LLMEngineDown on it) go on
+        [('namespace="t",pod="auto",engine="vllm"', "0"), ('namespace="t",pod="sglang",engine="sglang"', "0")],
+    ]
 
 
 def test_exact_exposition_for_a_minimal_engine() -> None:
