@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from exporter import typed_loader
+from exporter import typed_loader, userinfo
 from exporter.engines.registry import EngineName
 from exporter.typed_loader import Loader
 
@@ -41,16 +41,22 @@ class Target:
 
     def validate(self) -> list[str]:
         errors = []
-        try:
-            parts = urlsplit(self.url)
-            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-        except ValueError:  # "http://[::1" (unclosed IPv6 host), netlocs that change under NFKC normalisation
-            valid = False
-        if not valid:
-            errors.append(f"url: {_quote(self.url)} is not an http(s) URL with a host")
+        if not _http_url(self.url):
+            errors.append(f"url: {_quote(userinfo.masked_url(self.url))} is not an http(s) URL with a host")
         bad = sorted(set(self.labels) - {"namespace", "pod"})
         errors += [f"labels.{key}: only 'namespace' and 'pod' are allowed" for key in bad]
         return errors
+
+
+def _http_url(url: str) -> bool:
+    """An http(s) URL with a host, and a port if any that is a number (a password with a raw "/", "?" or "#"
+    would otherwise be read as a host and a port, and its tail as the path)."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # ValueError for a port that is not a number, or out of range
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # "http://[::1" (unclosed IPv6 host), netlocs that change under NFKC normalisation
+        return False
 
 
 @dataclass(frozen=True)
@@ -156,14 +162,8 @@ class WatchdogPrometheus:
 
     def validate(self) -> list[str]:
         errors = [f"replica_labels: {_quote(n)} is not a label name" for n in self.replica_labels if not _label(n)]
-        if self.url:
-            try:
-                parts = urlsplit(self.url)
-                valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-            except ValueError:
-                valid = False
-            if not valid:
-                errors.append(f"url: {_quote(self.url)} is not an http(s) URL with a host")
+        if self.url and not _http_url(self.url):
+            errors.append(f"url: {_quote(userinfo.masked_url(self.url))} is not an http(s) URL with a host")
         if self.bearer_token_file and (self.basic_auth.username or self.basic_auth.password_file):
             errors.append("bearer_token_file: set either bearer_token_file or basic_auth, not both")
         if bool(self.basic_auth.username) != bool(self.basic_auth.password_file):

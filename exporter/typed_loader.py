@@ -29,6 +29,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 
+from exporter import userinfo
+
 
 class ConfigError(Exception):
     """One or more configuration errors, each naming its key."""
@@ -67,8 +69,8 @@ def read_yaml(text: str, source: str) -> Any:
     """The YAML document in `text`; anything PyYAML cannot build is a ConfigError naming `source`."""
     try:
         return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError([f"{source}: not valid YAML: {exc}"]) from exc
+    except yaml.YAMLError as exc:  # its text quotes the line it stopped at: a URL there may hold a password
+        raise ConfigError([f"{source}: not valid YAML: {userinfo.masked(str(exc))}"]) from exc
     except (ValueError, LookupError, AttributeError, OverflowError) as exc:
         # PyYAML's constructors raise these, not YAMLError, for scalars they cannot build: `2001-13-45` and
         # `0000-01-01` (datetime), `!!int abc`, an int of more than 4300 digits (Python's int-from-text
@@ -234,11 +236,14 @@ _REPR.maxstring = _REPR.maxother = _REPR.maxlong = 60
 
 
 def quote(value: Any) -> str:
-    """repr(value), bounded: a YAML alias bomb is small as text but astronomically large written out."""
+    """repr(value), bounded: a YAML alias bomb is small as text but astronomically large written out. A URL's
+    password is masked (`http://user:***@host`), in a string before it is cut short (the cut could keep part
+    of it but not the "@" that marks it)."""
     try:
-        text = _REPR.repr(value)
+        text = _REPR.repr(userinfo.masked(value) if isinstance(value, str) else value)
     except ValueError:  # an int of more than 4300 digits (YAML reads `0x…` of any length) has no decimal repr
         return f"<{type(value).__name__} too large to write out>"
+    text = userinfo.masked(text)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

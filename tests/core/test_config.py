@@ -43,6 +43,36 @@ def test_every_bad_key_is_reported_at_once() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("ftp://user:hunter2@10.0.0.1", "ftp://user:***@10.0.0.1"),
+        ("http://user:hunter2@[::1", "http://user:***@[::1"),  # unclosed IPv6 host: urlsplit cannot read it
+        ("http://user:hun/ter2@10.0.0.1:8000", "http://user:***@10.0.0.1:8000"),  # a raw "/": host user, port hun
+        ("http://user:hun#ter2@10.0.0.1", "http://user:***@10.0.0.1"),
+        ("http://hunter2@", "http://***@"),  # a lone user part may be a token
+        ("user:hunter2@10.0.0.1:8000", "user:***@10.0.0.1:8000"),  # no scheme
+    ],
+)
+def test_a_malformed_url_is_named_without_its_password(url: str, shown: str) -> None:
+    with pytest.raises(config.ConfigError) as info:
+        config.parse(
+            f"engines: {{targets: [{{url: '{url}'}}]}}\ncluster: {{watchdog: {{prometheus: {{url: '{url}'}}}}}}\n"
+        )
+    assert info.value.errors == [
+        f"engines.targets[0].url: '{shown}' is not an http(s) URL with a host",
+        f"cluster.watchdog.prometheus.url: '{shown}' is not an http(s) URL with a host",
+    ]
+
+
+def test_a_yaml_error_quoting_a_url_masks_its_password() -> None:
+    with pytest.raises(config.ConfigError) as info:
+        # PyYAML quotes the line, cut to the 75 characters before the fault: "... hunter2@10.0.0.1:8000, engine: [}]}"
+        config.parse("engines: {targets: [{url: http://user:hunter2@10.0.0.1:8000, engine: [}]}\n")
+    assert "not valid YAML" in info.value.errors[0] and "line 1, column" in info.value.errors[0]
+    assert "hunter" not in info.value.errors[0] and "ter2" not in info.value.errors[0]
+
+
 def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:
     with pytest.raises(config.ConfigError, match="cannot read"):
         config.load(tmp_path / "missing.yaml")
