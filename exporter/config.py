@@ -31,6 +31,12 @@ DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 
 
 @dataclass(frozen=True)
+class BasicAuth:
+    username: str = ""
+    password_file: str = ""  # a mounted Secret, read at every run (rotation needs no restart)
+
+
+@dataclass(frozen=True)
 class Target:
     """A static engine target: an engine outside Kubernetes, or a test server."""
 
@@ -38,6 +44,9 @@ class Target:
     labels: dict[str, str] = field(default_factory=dict)  # namespace, pod: the series identity
     # auto: the engine is found from its metrics body; a name overrides (and picks its metrics path)
     engine: EngineName = "auto"
+    # an engine behind basic auth: the password in a mounted Secret, read at every scrape (rotation needs no
+    # restart). Userinfo in the URL (http://user:pass@host) works too, but puts the password in the config
+    basic_auth: BasicAuth = field(default_factory=BasicAuth)
 
     def validate(self) -> list[str]:
         errors = []
@@ -45,6 +54,11 @@ class Target:
             errors.append(f"url: {_quote(userinfo.masked_url(self.url))} is not an http(s) URL with a host")
         bad = sorted(set(self.labels) - {"namespace", "pod"})
         errors += [f"labels.{key}: only 'namespace' and 'pod' are allowed" for key in bad]
+        if self.basic_auth.username or self.basic_auth.password_file:
+            if userinfo.has_userinfo(self.url):
+                errors.append("basic_auth: set either basic_auth or credentials in the url, not both")
+            if not (self.basic_auth.username and self.basic_auth.password_file):
+                errors.append("basic_auth: username and password_file go together")
         return errors
 
 
@@ -134,12 +148,6 @@ class Routes:
             if not 0 <= getattr(self, name) <= 86400:  # also false for NaN
                 errors.append(f"{name}: must be in [0, 86400] (0: no default)")
         return errors
-
-
-@dataclass(frozen=True)
-class BasicAuth:
-    username: str = ""
-    password_file: str = ""  # a mounted Secret, read at every run (rotation needs no restart)
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,8 @@ SCRAPE_ERROR = _g(
     "llm_engine_scrape_error",
     "1 for the reason the last scrape of this target failed (timeout, connect, http_status, too_large, "
     "protocol: not HTTP or a broken answer, parse, metrics_disabled: the engine serves no metrics, e.g. "
-    "llama.cpp without --metrics, internal: an error in the exporter's own scrape code), else absent.",
+    "llama.cpp without --metrics, credentials: the target's basic_auth.password_file cannot be read, internal: "
+    "an error in the exporter's own scrape code), else absent.",
     (*SOURCE, "reason"),
 )
 MAX_CONTEXT_TOKENS = _g(

@@ -110,7 +110,8 @@ class EngineCollector:
         # the label of a failed scrape: the engine configured or identified, else none ("unknown"), not a guess
         name = engine.name if engine else ""
         try:
-            answered, raw = self._fetch(target, engine, deadline)
+            auth = self._auth(target)
+            answered, raw = self._fetch(target, engine, deadline, auth)
             body = raw.decode("utf-8", errors="replace")
             if engine is None:
                 # no hint: the body says which engine it is (else the engine whose own path answered, when the
@@ -122,10 +123,10 @@ class EngineCollector:
                     with self._lock:
                         self._engines[target.metrics_url] = found
                     name = found.name
-            version = self._version(target, engine, deadline)
+            version = self._version(target, engine, deadline, auth)
             identity = {**target.identity, "engine": engine.name}
             mapped = mapping.map_body(body, identity, version, engine.releases(), self._limits, engine=engine)
-            models = self._served(target, engine, deadline)
+            models = self._served(target, engine, deadline, auth)
         except http.FetchError as exc:
             self._forget_version(target)
             log.debug("engine %s: %s", target.metrics_url, exc)
@@ -146,7 +147,19 @@ class EngineCollector:
             found = self._engines.get(target.metrics_url)
         return found.name if found else ""
 
-    def _fetch(self, target: EngineTarget, engine: Engine | None, deadline: float) -> tuple[Engine | None, bytes]:
+    @staticmethod
+    def _auth(target: EngineTarget) -> tuple[str, str] | None:
+        """The target's basic-auth (username, password); a password file is read now, at every scrape."""
+        credentials = target.auth
+        if credentials is None:
+            return None
+        if credentials.password_file:
+            return credentials.username, http.read_secret(credentials.password_file, "basic_auth.password_file")
+        return credentials.username, credentials.password
+
+    def _fetch(
+        self, target: EngineTarget, engine: Engine | None, deadline: float, auth: tuple[str, str] | None
+    ) -> tuple[Engine | None, bytes]:
         """(the engine whose own metrics path answered, if that told it; the body) of the target's Prometheus text.
         A known engine is read at its `metrics_path`; an unidentified target whose `/metrics` answers JSON is
         read at the path of an engine whose `/metrics` is JSON (trtllm-serve's `/prometheus/metrics`)."""
@@ -155,14 +168,17 @@ class EngineCollector:
         url = target.metrics_url
         if engine is not None and url == default:
             url = target.base_url + engine.metrics_path
-        raw = http.get(url, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit)
+        raw = http.get(url, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit, auth=auth)
         json_engine = next(iter(registry.JSON_AT_METRICS), None)
         if engine is None and json_engine is not None and url == default and raw.lstrip()[:1] in (b"[", b"{"):
             url = target.base_url + json_engine.metrics_path
-            return json_engine, http.get(url, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit)
+            raw = http.get(url, timeout=max(0.05, deadline - time.monotonic()), max_bytes=limit, auth=auth)
+            return json_engine, raw
         return None, raw
 
-    def _version(self, target: EngineTarget, engine: Engine, deadline: float) -> str | None:
+    def _version(
+        self, target: EngineTarget, engine: Engine, deadline: float, auth: tuple[str, str] | None
+    ) -> str | None:
         if engine.version_path is None:
             return None  # no version endpoint (LMDeploy): the release is inferred from the names
         now = time.monotonic()
@@ -174,7 +190,7 @@ class EngineCollector:
         try:
             # /version gets at most half the budget: the metrics matter more than their label
             url = target.base_url + engine.version_path
-            raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 16, accept="*/*")
+            raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 16, accept="*/*", auth=auth)
             answer = json.loads(raw)
             version = engine.version_in(answer)
             if engine.served_in_version is not None:
@@ -186,7 +202,9 @@ class EngineCollector:
             self._versions[target.metrics_url] = (version, now)
         return version
 
-    def _served(self, target: EngineTarget, engine: Engine, deadline: float) -> tuple[served.ServedModel, ...]:
+    def _served(
+        self, target: EngineTarget, engine: Engine, deadline: float, auth: tuple[str, str] | None
+    ) -> tuple[served.ServedModel, ...]:
         """The models the engine serves (context limit, checkpoint), re-read as often as the version: both
         change only when the engine restarts. () when it has no such endpoint or does not answer one."""
         if engine.models_path is None:
@@ -200,7 +218,7 @@ class EngineCollector:
         try:
             # at most half the time left, like the version: the metrics matter more
             url = target.base_url + engine.models_path
-            raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 20, accept="*/*")
+            raw = http.get(url, timeout=max(0.05, (deadline - now) / 2), max_bytes=1 << 20, accept="*/*", auth=auth)
             models = served.parse_models(raw)
         except http.FetchError:
             models = ()

@@ -1,4 +1,4 @@
-"""HTTP GET with a hard deadline and a response-size cap (stdlib only).
+"""HTTP GET with a hard deadline and a response-size cap (stdlib only), optionally with basic auth.
 
 A socket timeout alone does not bound a slow-drip server, so every read gets the time left to the
 deadline, and the body is read in chunks so an oversized body is cut off, not buffered.
@@ -6,6 +6,7 @@ deadline, and the body is read in chunks so an oversized body is cut off, not bu
 
 from __future__ import annotations
 
+import base64
 import http.client
 import time
 from urllib.parse import urlsplit
@@ -14,7 +15,8 @@ CHUNK = 64 * 1024
 
 
 class FetchError(Exception):
-    """A failed fetch; `reason` is one of: timeout, connect, http_status, too_large, protocol."""
+    """A failed fetch; `reason` is one of: timeout, connect, http_status, too_large, protocol, credentials (a
+    password file that cannot be read). `detail` never holds a credential."""
 
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(f"{reason}: {detail}")
@@ -22,16 +24,23 @@ class FetchError(Exception):
         self.detail = detail
 
 
-def get(url: str, *, timeout: float, max_bytes: int, accept: str = "text/plain") -> bytes:
-    """The body of a 200 answer to GET `url`, within `timeout` seconds overall and `max_bytes`."""
+def get(
+    url: str, *, timeout: float, max_bytes: int, accept: str = "text/plain", auth: tuple[str, str] | None = None
+) -> bytes:
+    """The body of a 200 answer to GET `url`, within `timeout` seconds overall and `max_bytes`; `auth`, a
+    (username, password), is sent as basic auth (an engine target's, from its URL's userinfo or a password
+    file: the URL passed here carries none)."""
     deadline = time.monotonic() + timeout
     parts = urlsplit(url)
     conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     conn = conn_cls(parts.hostname or "", parts.port, timeout=timeout)
+    headers = {"Accept": accept, "User-Agent": "llm-exporter"}
+    if auth is not None:
+        headers["Authorization"] = "Basic " + base64.b64encode(":".join(auth).encode()).decode()
     try:
         try:
-            conn.request("GET", path, headers={"Accept": accept, "User-Agent": "llm-exporter"})
+            conn.request("GET", path, headers=headers)
             _set_timeout(conn, deadline)
             response = conn.getresponse()
         except TimeoutError as exc:
@@ -48,6 +57,16 @@ def get(url: str, *, timeout: float, max_bytes: int, accept: str = "text/plain")
         return _read(conn, response, deadline, max_bytes, timeout)
     finally:
         conn.close()
+
+
+def read_secret(path: str, key: str) -> str:
+    """A mounted credential (the file of config key `key`), stripped of its trailing newline; a FetchError
+    (reason credentials) naming the key and the file when it cannot be read, never its content."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FetchError("credentials", f"{key} {path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
 
 
 def _read(

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,34 @@ def test_every_bad_key_is_reported_at_once() -> None:
         )
     assert info.value.errors == [
         "engines.timeout_seconds: expected float, got str 'fast'",
-        "engines.targets[0].urll: unknown key (known: engine, labels, url)",
+        "engines.targets[0].urll: unknown key (known: basic_auth, engine, labels, url)",
         "engines.targets[0].url: required key missing",
         "engines.targets[1].url: 'ftp://x' is not an http(s) URL with a host",
         "engines.targets[1].labels.team: only 'namespace' and 'pod' are allowed",
         "gpu.enabled: must be one of auto, true, false, got 'maybe'",
         "cluster.page_size: must be positive",
         "extra: unknown key (known: cluster, cost, engines, gpu)",
+    ]
+
+
+def test_an_engine_behind_basic_auth_takes_url_userinfo_or_a_password_file() -> None:
+    cfg = config.parse(
+        "engines:\n  targets:\n    - url: http://user:pw@10.0.0.1:8000\n"
+        "    - {url: 'http://10.0.0.2:8000', basic_auth: {username: user, password_file: /run/secrets/engine}}\n"
+    )
+    assert [t.basic_auth for t in cfg.engines.targets] == [
+        config.BasicAuth(),
+        config.BasicAuth(username="user", password_file="/run/secrets/engine"),
+    ]
+    with pytest.raises(config.ConfigError) as info:
+        config.parse(
+            "engines:\n  targets:\n"
+            "    - {url: 'http://user:pw@10.0.0.1:8000', basic_auth: {username: u, password_file: /p}}\n"
+            "    - {url: 'http://10.0.0.2:8000', basic_auth: {username: u}}\n"
+        )
+    assert info.value.errors == [
+        "engines.targets[0].basic_auth: set either basic_auth or credentials in the url, not both",
+        "engines.targets[1].basic_auth: username and password_file go together",
     ]
 
 
@@ -71,6 +93,13 @@ def test_a_yaml_error_quoting_a_url_masks_its_password() -> None:
         config.parse("engines: {targets: [{url: http://user:hunter2@10.0.0.1:8000, engine: [}]}\n")
     assert "not valid YAML" in info.value.errors[0] and "line 1, column" in info.value.errors[0]
     assert "hunter" not in info.value.errors[0] and "ter2" not in info.value.errors[0]
+
+
+def test_the_documented_engine_basic_auth_is_a_valid_config() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text()
+    example = textwrap.dedent(doc.split("  ```yaml\n", 1)[1].split("```", 1)[0])
+    (target,) = config.parse(example).engines.targets
+    assert target.basic_auth == config.BasicAuth(username="scraper", password_file="/etc/llm-exporter/engine/password")
 
 
 def test_unreadable_and_invalid_yaml(tmp_path: Path) -> None:

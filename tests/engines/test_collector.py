@@ -62,7 +62,7 @@ def test_connection_refused() -> None:
 
 def test_a_down_auto_target_is_engine_unknown_and_named_by_its_host_and_port() -> None:
     port = free_port()  # nothing listens there
-    collector = EngineCollector(Engines(timeout_seconds=1.0, targets=[Target(url=f"http://127.0.0.1:{port}")]))
+    collector = EngineCollector(Engines(timeout_seconds=1.0, targets=[Target(url=f"http://user:pw@127.0.0.1:{port}")]))
     try:
         text = golden.exposition(render(collector.collect()))
     finally:
