@@ -1,9 +1,11 @@
 """The wheel holds the exporter's run time; the repository's tooling modules stay out of it.
 
 Everything else about the package is in pyproject.toml. Left out of the wheel (and so of the image): the demo
-(a local vLLM, run from a clone), the bundle renderer and the metrics-doc generator, which write the
-committed dashboards, rules and docs of a source checkout. `llm-exporter check` ships: users run it on
-their own dashboards. An editable install (`pip install -e`) still sees every module.
+(a local vLLM, run from a clone), the metrics-doc generator and `python -m exporter.bundle`, which write the
+committed docs and generated files of a source checkout. `llm-exporter check` ships: users run it on their
+own dashboards; so does `llm-exporter render --out DIR`, which writes the alert files (their runbook links,
+cluster label and Grafana data source set) from the rendering shipped in exporter/bundle/data/. An editable
+install (`pip install -e`) still sees every module.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from setuptools import setup  # type: ignore[import-untyped]
 from setuptools.command.build_py import build_py  # type: ignore[import-untyped]
 
 TOOLING_PACKAGES = ("exporter.demo",)
-TOOLING_MODULES = {("exporter.bundle", "render"), ("exporter.bundle", "docs"), ("exporter.bundle", "__main__")}
+TOOLING_MODULES = {("exporter.bundle", "docs"), ("exporter.bundle", "__main__")}
 
 
 class RuntimeOnly(build_py):  # type: ignore[misc]

@@ -182,7 +182,7 @@ TOOLS = {
 }
 
 
-SOURCE_ONLY = {"render": "exporter.bundle.render", "demo": "exporter.demo"}  # not in the wheel (setup.py)
+SOURCE_ONLY = {"demo": "exporter.demo"}  # not in the wheel (setup.py)
 
 
 def _source_only(command: str) -> Callable[[argparse.Namespace], int]:

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from exporter.bundle import rulefile
 from exporter.check.promql import AGGREGATIONS, KEYWORDS, PromQLSyntaxError, lex
 
 DEFAULT_LABEL = "cluster"  # kubernetes-mixin's name, and the kustomize example's
@@ -202,46 +203,25 @@ def variable_query(query: str, label: str, variable: str = VARIABLE) -> str:
 # --- the rendered files, rewritten -------------------------------------------------------------------------
 
 
-def _header(text: str) -> str:
-    """The leading comment lines of a generated YAML file (kept: they say where the file comes from)."""
-    lines = []
-    for line in text.splitlines(keepends=True):
-        if not line.startswith("#"):
-            break
-        lines.append(line)
-    return "".join(lines)
-
-
-def _rule_groups(groups: list[dict[str, Any]], label: str) -> None:
-    for group in groups:
-        for rule in group["rules"]:
-            rule["expr"] = clustered(rule["expr"], label)
-
-
 def rule_file(text: str, label: str) -> str:
     """A Prometheus rule file, or a PrometheusRule object, with every expression clustered."""
     data = yaml.safe_load(text)
-    _rule_groups(data["spec"]["groups"] if data.get("kind") == "PrometheusRule" else data["groups"], label)
-    # the generator's own dump options (alerts/formats.py), so the two outputs differ only where rewritten
-    return _header(text) + yaml.safe_dump(data, sort_keys=False, width=1000, allow_unicode=True)
-
-
-def _dump_json(data: Any) -> str:
-    # the generator's format (grafanalib's write_dashboard): sorted keys, indent 2
-    return json.dumps(data, sort_keys=True, indent=2) + "\n"
+    for group in rulefile.rule_groups(data):
+        for rule in group["rules"]:
+            rule["expr"] = clustered(rule["expr"], label)
+    return rulefile.dump_yaml(text, data)
 
 
 def grafana_rules(text: str, label: str) -> str:
     """Grafana-managed alert rules (file provisioning) with every Prometheus query clustered."""
     data = json.loads(text)
-    for group in data["groups"]:
-        for rule in group["rules"]:
-            for query in rule["grafana_alert"]["data"]:
-                model = query["model"]
-                for key in ("expr", "query"):
-                    if model.get(key):
-                        model[key] = clustered(model[key], label)
-    return _dump_json(data)
+    for rule in rulefile.grafana_rules(data):
+        for query in rule["grafana_alert"]["data"]:
+            model = query["model"]
+            for key in ("expr", "query"):
+                if model.get(key):
+                    model[key] = clustered(model[key], label)
+    return rulefile.dump_json(data)
 
 
 def cluster_variable(label: str) -> dict[str, Any]:
@@ -290,4 +270,4 @@ def dashboard(text: str, label: str) -> str:
     # right after the data source: the variables below it are filtered on it
     position = next((i + 1 for i, v in enumerate(variables) if v.get("type") == "datasource"), 0)
     variables.insert(position, cluster_variable(label))
-    return _dump_json(data)
+    return rulefile.dump_json(data)

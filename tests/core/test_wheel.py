@@ -2,8 +2,9 @@
 
 Built from a copy of what the image build copies (pyproject.toml, setup.py, README.md, exporter/), installed
 into a fresh venv in a temporary folder, and run from there: `serve` answers /metrics, `check` is there,
-`render` and `demo` say they belong to a source checkout. The third-party run-time libraries come from this
-venv's site-packages through a path entry (no index to download from in the test), never the project itself.
+`render --out DIR` writes what the source checkout renders for the same options, `demo` says it belongs to a
+source checkout. The third-party run-time libraries come from this venv's site-packages through a path entry
+(no index to download from in the test), never the project itself.
 """
 
 from __future__ import annotations
@@ -21,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from exporter.bundle import render as bundle
 from exporter.demo.vllm_env import free_port
 from tests.engines.engine_servers import engine_server, recorded
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLING = ("exporter/demo/", "exporter/bundle/render.py", "exporter/bundle/docs.py", "exporter/bundle/__main__.py")
+TOOLING = ("exporter/demo/", "exporter/bundle/docs.py", "exporter/bundle/__main__.py")
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,10 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def test_the_wheel_holds_the_runtime_and_not_the_tooling(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("exporter/server.py", "exporter/collect.py", "exporter/check/cli.py", "exporter/py.typed",
-                   "exporter/engines/data/vllm_releases.json", "exporter/catalogue/renames.py"):  # fmt: skip
+                   "exporter/engines/data/vllm_releases.json", "exporter/catalogue/renames.py",
+                   "exporter/bundle/render.py", "exporter/bundle/shipped.py", "exporter/bundle/write.py",
+                   "exporter/bundle/data/grafana-alert-rules.json",
+                   "exporter/bundle/data/dashboards/llm-inference-overview.json"):  # fmt: skip
         assert module in names
     assert [n for n in names if n.startswith(TOOLING)] == []
     assert {n.split("/")[0] for n in names} == {"exporter", wheel.name.split("-")[0] + "-0.1.0.dist-info"}
@@ -79,12 +84,11 @@ def test_the_installed_exporter_imports_from_the_wheel(installed: Path, tmp_path
     assert done.stdout.startswith(str(installed.parent))
 
 
-def test_render_and_demo_name_the_source_checkout_check_is_there(installed: Path, tmp_path: Path) -> None:
+def test_demo_names_the_source_checkout_check_is_there(installed: Path, tmp_path: Path) -> None:
     assert run(installed, "--version", cwd=tmp_path).stdout.strip() == "llm-exporter 0.1.0"
-    for tool in ("render", "demo"):
-        done = run(installed, tool, cwd=tmp_path)
-        assert done.returncode == 2
-        assert f"llm-exporter {tool}: a tool of the source checkout" in done.stderr
+    done = run(installed, "demo", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "llm-exporter demo: a tool of the source checkout" in done.stderr
     done = run(installed, "check", "--help", cwd=tmp_path)
     assert done.returncode == 0
     assert "--prometheus" in done.stdout
@@ -114,3 +118,54 @@ def test_the_installed_exporter_serves(installed: Path, tmp_path: Path) -> None:
             proc.terminate()
             proc.communicate(timeout=10)
         assert proc.returncode == 0
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        (),
+        (
+            "--runbook-url",
+            "https://runbooks.example.com/llm.md",
+            "--cluster-label",
+            "cluster",
+            "--datasource-uid",
+            "abc",
+        ),
+    ],
+)
+def test_the_installed_render_writes_what_the_checkout_renders(installed: Path, tmp_path: Path,
+                                                               options: tuple[str, ...]) -> None:  # fmt: skip
+    out = tmp_path / "alerts"
+    done = run(installed, "render", "--out", str(out), *options, cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    value = dict(zip(options[::2], options[1::2], strict=True))
+    expected = bundle.out_files(
+        bundle.ROOT, value.get("--runbook-url"), value.get("--cluster-label"), value.get("--datasource-uid")
+    )
+    assert done.stdout.splitlines() == [f"wrote {out / name}" for name in expected]
+    assert {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()} == expected
+    # from the shipped files: the sources (rules as code, grafanalib's dashboards) are not there to render from
+    spec = "import importlib.util as u; print([u.find_spec(m) for m in ('alerts', 'dashboards')])"
+    done = subprocess.run(
+        [installed / "python", "-I", "-c", spec],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path, check=True,
+    )  # fmt: skip
+    assert done.stdout == "[None, None]\n"
+
+
+def test_the_installed_render_needs_a_checkout_to_regenerate(installed: Path, tmp_path: Path) -> None:
+    for args in ((), ("--check",)):
+        done = run(installed, "render", *args, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, "")
+        assert done.stderr == (
+            "llm-exporter render: error: regenerating the repository's files (and --check) needs a source checkout: "
+            "run it in a clone or name one with --root CHECKOUT; the installed exporter writes its alert files with "
+            "--out DIR\n"
+        )
+    done = run(installed, "render", "--root", str(tmp_path), "--check", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (
+        done.stderr.startswith("llm-exporter render: error: --root must be a source checkout")
+        and "\n" not in (done.stderr[:-1])
+    )

@@ -26,6 +26,8 @@ from tests.deploy.manifests import BASE, IMAGE, OVERLAYS, Obj, container, find, 
 from tests.deploy.test_render import K8S_VERSIONS
 
 CI = CHART / "ci"
+GRAFANA_RULES = "llm-inference-exporter-grafana-alert-rules"
+GRAFANA_RULES_KEY = "llm-inference-alert-rules.json"
 VALUES = {"default": (), **{p.name.removesuffix("-values.yaml"): (p,) for p in sorted(CI.glob("*-values.yaml"))}}
 
 
@@ -152,6 +154,13 @@ def test_custom_values_take_effect() -> None:
     links = {r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
     assert {link.split("#")[0] for link in links} == {"https://runbooks.example.com/llm-exporter/runbook.md"}
     assert find(objs, "ConfigMap", "llm-inference-exporter-dashboards")["metadata"]["labels"]["grafana_folder"] == "LLM"
+    grafana = find(objs, "ConfigMap", GRAFANA_RULES)
+    assert grafana["metadata"]["labels"]["grafana_alert"] == "llm"
+    assert grafana["data"] == {
+        GRAFANA_RULES_KEY: bundle.out_files(
+            bundle.ROOT, "https://runbooks.example.com/llm-exporter/runbook.md", None, "P1809F7CD0C75ACF3"
+        )["grafana-alert-rules.json"]
+    }
     binding = find(objs, "ClusterRoleBinding", "gpu-exporter-node")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-exporter-node", "namespace": "llm-exporter"}]
     assert all(o["metadata"]["labels"]["team"] == "ml-platform" for o in objs)
@@ -186,3 +195,47 @@ def test_gpu_prices_reach_the_cluster_config(tmp_path: Any) -> None:
     assert plain.cost == config.Cost() and plain_sum != priced_sum  # no price shipped; a price change rolls the pod
     node = find(template(values), "ConfigMap", "llm-exporter-node-config")["data"]["config.yaml"]
     assert config.parse(node).cost == config.Cost()  # the node role exports no price
+
+
+@pytest.mark.parametrize(
+    ("sets", "url", "label", "uid"),
+    [
+        ((), None, None, "prometheus"),
+        (("grafanaAlertRules.datasourceUid=P1809F7CD0C75ACF3",), None, None, "P1809F7CD0C75ACF3"),
+        (
+            ("grafanaAlertRules.datasourceUid=abc", "clusterLabel=region",
+             "prometheusRule.runbookUrl=https://runbooks.example.com/llm.md"),
+            "https://runbooks.example.com/llm.md", "region", "abc",
+        ),
+    ],
+)  # fmt: skip
+def test_grafana_alert_rules_are_what_render_out_writes(
+    sets: tuple[str, ...], url: str | None, label: str | None, uid: str
+) -> None:
+    """The ConfigMap holds `render --out DIR --datasource-uid UID`'s grafana-alert-rules.json for the same options."""
+    assert GRAFANA_RULES not in {o["metadata"]["name"] for o in template(sets=sets)}  # off by default
+    objs = template(sets=("grafanaAlertRules.enabled=true", *sets))
+    validate(objs)
+    configmap = find(objs, "ConfigMap", GRAFANA_RULES)
+    expected = bundle.out_files(bundle.ROOT, url, label, uid)["grafana-alert-rules.json"]
+    assert configmap["data"] == {GRAFANA_RULES_KEY: expected}
+    assert configmap["metadata"]["labels"]["grafana_alert"] == "1"
+    assert f'"datasourceUid": "{uid}"' in expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("grafanaAlertRules.datasourceUid=prometheus.main",
+         'grafanaAlertRules.datasourceUid must be a Grafana data source uid (1 to 40 letters, digits, - and _), '
+         'got "prometheus.main"'),
+        ("grafanaAlertRules.datasourceUid=" + "x" * 41, "datasourceUid must be a Grafana data source uid (1 to 40"),
+        ('prometheusRule.runbookUrl=https://runbooks.example.com/"llm".md',
+         'grafanaAlertRules: prometheusRule.runbookUrl must be printable ASCII without " or \\ (percent-encode the '
+         'rest), got "https://runbooks.example.com/\\"llm\\".md"'),
+    ],
+)  # fmt: skip
+def test_a_grafana_alert_rules_value_grafana_would_not_take_fails(value: str, message: str) -> None:
+    result = helm("template", "x", str(CHART), "--set", "grafanaAlertRules.enabled=true", "--set", value)
+    assert result.returncode == 1
+    assert message in result.stderr

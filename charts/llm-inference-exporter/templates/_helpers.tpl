@@ -126,3 +126,13 @@ securityContext:
 {{- end }}
 {{- $label }}
 {{- end }}
+
+{{/* prometheusRule.runbookUrl, checked: the address of a hosted docs/runbook.md, or "" for the relative links. */}}
+{{- define "lie.runbookUrl" -}}
+{{- $url := toString (.Values.prometheusRule.runbookUrl | default "") }}
+{{- /* no whitespace or '#' (the anchor is appended): the URL goes into the YAML as a plain scalar */}}
+{{- if and $url (not (regexMatch `^https?://[^/?#\s]+[^#\s]*$` $url)) }}
+{{- fail (printf "prometheusRule.runbookUrl must be an absolute http:// or https:// URL without a #fragment (the address of your hosted copy of docs/runbook.md), got %q" $url) }}
+{{- end }}
+{{- $url }}
+{{- end }}
