@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the real peers the test suite runs against, each from a pinned Go module (tools/peers/*/go.mod):
 # Prometheus 3 and promtool, Alertmanager, etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
-# kubectl, kwok, helm and Thanos. Binaries go to $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
+# kubectl, kwok, helm, Thanos and actionlint (which lints .github/workflows). Binaries go to
+# $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
 # a stamp per module (the hash of its go.mod and go.sum) makes a second run a no-op.
 # Only development needs this; running the exporter needs none of it. Go 1.26+ is taken from PATH or,
 # when missing or older, fetched once from the Go module proxy (scripts/ensure-go.sh).
@@ -32,6 +33,7 @@ declare -A packages=(
   [kwok]="sigs.k8s.io/kwok/cmd/kwok"
   [kubernetes]="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl"
   [helm]="helm.sh/helm/v4/cmd/helm"
+  [actionlint]="github.com/rhysd/actionlint/cmd/actionlint"
   [thanos]="github.com/thanos-io/thanos/cmd/thanos"
 )
 kube_version=$(sed -n 's/^require k8s.io\/kubernetes v//p' tools/peers/kubernetes/go.mod)
@@ -41,12 +43,14 @@ prom_version="3.$((${prom_module%%.*} - 300)).${prom_module#*.}"
 am_version=$(sed -n 's/^require github.com\/prometheus\/alertmanager v//p' tools/peers/alertmanager/go.mod)
 helm_version=$(sed -n 's/^require helm.sh\/helm\/v4 //p' tools/peers/helm/go.mod)
 thanos_version=$(sed -n 's/^require github.com\/thanos-io\/thanos v//p' tools/peers/thanos/go.mod)
+actionlint_version=$(sed -n 's/^require github.com\/rhysd\/actionlint v//p' tools/peers/actionlint/go.mod)
 declare -A ldflags=(
   [kubernetes]="-X k8s.io/component-base/version.gitVersion=v$kube_version -X k8s.io/component-base/version.gitMajor=${kube_version%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
   [prometheus]="-X github.com/prometheus/common/version.Version=$prom_version"
   [alertmanager]="-X github.com/prometheus/common/version.Version=$am_version"
   [helm]="-X helm.sh/helm/v4/internal/version.version=$helm_version -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   [thanos]="-X github.com/prometheus/common/version.Version=$thanos_version"
+  [actionlint]="-X github.com/rhysd/actionlint.version=$actionlint_version"
 )
 # Thanos' go.mod asks for a newer Go than ensure-go.sh provides: the go command fetches this toolchain
 # (from the module proxy, checked against the checksum database) for that module only
@@ -55,7 +59,7 @@ declare -A toolchain=([thanos]=go1.27.3)
 # slice-backed labels, not the default string-backed ones)
 declare -A tags=([thanos]=netgo,slicelabels)
 # cheapest first, so a test run that only needs Prometheus has it soonest
-order=(etcd alertmanager prometheus kwok helm kubernetes thanos)
+order=(etcd actionlint alertmanager prometheus kwok helm kubernetes thanos)
 only=("$@")
 
 # Alertmanager's module embeds its web UI from ui/app/dist, which upstream builds with npm and which the

@@ -27,6 +27,7 @@ MODULES = {
     "kubectl": "kubernetes",
     "helm": "helm",
     "thanos": "thanos",
+    "actionlint": "actionlint",
 }
 _lock = threading.Lock()
 
