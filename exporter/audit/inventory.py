@@ -6,13 +6,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from exporter.audit import model
+from exporter.audit import model, nodes
 from exporter.audit.model import Source, Surroundings, Workload
+from exporter.k8s import frontends
 
 # Kinds read and not audited themselves; any other kind is skipped with a note
 _CONTEXT_KINDS = {
     "HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler", "PodDisruptionBudget", "Service", "Ingress",
-    "HTTPRoute", "Route", "InferencePool", "Node", "Pod",
+    "HTTPRoute", "Route", "InferencePool", "Node", "Pod", "BackendConfig",
 }  # fmt: skip
 # Kinds a deployment commonly carries that no check reads: not worth a note each
 _QUIET_KINDS = {
@@ -42,7 +43,10 @@ _AROUND: dict[str, tuple[_Reader, str, bool]] = {
     },
     "PodDisruptionBudget": (lambda obj, ns, _: model.pdb(obj, ns), "pdbs", True),
     "Service": (lambda obj, ns, _: model.service(obj, ns), "services", True),
-    **{kind: (model.frontend, "frontends", False) for kind in ("Ingress", "HTTPRoute", "Route")},
+    **{
+        kind: (lambda obj, ns, _: frontends.frontend(obj, ns), "frontends", False)
+        for kind in ("Ingress", "HTTPRoute", "Route")
+    },
     "InferencePool": (lambda obj, ns, _: model.inference_pool(obj, ns), "inference_pools", False),
 }
 
@@ -67,8 +71,12 @@ def add(
         if item is not None or always:
             return
     elif kind == "Node":
-        if (n := model.node(obj)) is not None:
+        if (n := nodes.node(obj)) is not None:
             inv.around.nodes = [*(inv.around.nodes or []), n]
+        return
+    elif (config := frontends.backend_config(obj, ns)) is not None:
+        namespace, name, timeout = config
+        inv.around.backend_configs[(namespace, name)] = timeout
         return
     if kind not in _QUIET_KINDS:
         label = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from exporter.audit import inventory, model
+from exporter.audit import inventory, model, nodes
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
 from exporter.sources.kube import Mirror, Reflector, Reflectors, shared
@@ -119,6 +119,6 @@ def unavailable(views: Mapping[str, Mirror[dict[str, Any]]]) -> list[str]:
     return [name for name, r in views.items() if r.synced() and not r.available()]
 
 
-def pods_reflector(api: Any) -> Reflector[model.Pod]:
+def pods_reflector(api: Any) -> Reflector[nodes.Pod]:
     """Every running pod, reduced to where it runs and whether it asks for a GPU (non-gpu-pods-on-gpu-nodes)."""
-    return Reflector(api, "pods", transform=model.pod, optional=True)
+    return Reflector(api, "pods", transform=nodes.pod, optional=True)

@@ -2,79 +2,23 @@
 
 Every function here is pure: it takes the dict a manifest or the API server gives (`kind`, `metadata`,
 `spec`, ...) and keeps what the checks read. The same functions are the live reflectors' transforms, so a
-manifest and a cluster are judged from the same records.
+manifest and a cluster are judged from the same records. What other roles read too (scheduling, accelerators,
+frontends, selectors) is read by `exporter.k8s`; nodes and running pods by `exporter.audit.nodes`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-# Extended resources that are accelerators (a whole device or a share of one)
-_GPU_RESOURCE = re.compile(
-    r"^(nvidia\.com/(gpu|mig-.*|gpu\.shared)|amd\.com/gpu|gpu\.intel\.com/.*|habana\.ai/gaudi|google\.com/tpu"
-    r"|aws\.amazon\.com/neuron.*)$"
-)
-# Resources that hand out a time-shared GPU: the NVIDIA device plugin's time-slicing with renameByDefault,
-# and HAMi's soft shares
-SHARED_GPU_RESOURCE = re.compile(r"^(nvidia\.com/gpu\.shared|nvidia\.com/gpumem|nvidia\.com/gpucores)$")
-GPU_TAINT_KEYS = ("nvidia.com/gpu", "amd.com/gpu", "gpu", "google.com/tpu", "habana.ai/gaudi")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _strs(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _dict(value).items()}
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    return None
-
-
-def is_gpu_resource(name: str) -> bool:
-    return bool(_GPU_RESOURCE.match(name))
-
-
-def quantity(value: Any) -> float:
-    """A resource quantity as a number ("1", 2, "500m"); 0 when unreadable."""
-    text = str(value).strip()
-    try:
-        return float(text[:-1]) / 1000 if text.endswith("m") else float(text)
-    except ValueError:
-        return 0.0
-
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s|d)")
-
-
-def duration_seconds(text: Any) -> float | None:
-    """A duration as HAProxy, Gateway API and Go write it ("30s", "5m", "1h30m", "500ms", "90"); None if bad."""
-    value = str(text).strip()
-    if not value:
-        return None
-    try:
-        return float(value)  # HAProxy and nginx: bare numbers are seconds (HAProxy: milliseconds, see routes)
-    except ValueError:
-        pass
-    parts = _DURATION_PART.findall(value)
-    if not parts or "".join(n + u for n, u in parts) != value:
-        return None
-    scale = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-    return sum(float(n) * scale[u] for n, u in parts)
+from exporter.audit.nodes import Node, Pod
+from exporter.k8s import accelerators, frontends, scheduling
+from exporter.k8s.fields import as_dict, as_int, as_list, meta, strs
+from exporter.k8s.frontends import Frontend, Timeout, reaching_timeouts
+from exporter.k8s.scheduling import Constraints, Toleration
+from exporter.k8s.selectors import Selector, label_selector
+from exporter.k8s.selectors import parse_label_selector as parse_label_selector  # noqa: PLC0414 (its old home)
 
 
 @dataclass(frozen=True)
@@ -91,14 +35,14 @@ class Probe:
 
 
 def probe(obj: Any) -> Probe | None:
-    raw = _dict(obj)
+    raw = as_dict(obj)
     if not raw:
         return None
     kind = next((k for k in ("httpGet", "tcpSocket", "exec", "grpc") if k in raw), "")
     return Probe(
-        _int(raw.get("initialDelaySeconds")) or 0,
-        _int(raw.get("periodSeconds")) or 10,  # the API's defaults
-        _int(raw.get("failureThreshold")) or 3,
+        as_int(raw.get("initialDelaySeconds")) or 0,
+        as_int(raw.get("periodSeconds")) or 10,  # the API's defaults
+        as_int(raw.get("failureThreshold")) or 3,
         kind,
     )
 
@@ -123,56 +67,30 @@ class Container:
 
 
 def container(obj: Mapping[str, Any]) -> Container:
-    resources = _dict(obj.get("resources"))
-    gpus: dict[str, float] = {}
-    for section in ("limits", "requests"):
-        for name, value in _dict(resources.get(section)).items():
-            if is_gpu_resource(str(name)):
-                gpus[str(name)] = max(gpus.get(str(name), 0.0), quantity(value))
+    gpus = accelerators.requested(as_dict(obj.get("resources")))
     ports = tuple(
-        (str(p.get("name") or ""), _int(p.get("containerPort")) or 0)
-        for p in _list(obj.get("ports"))
+        (str(p.get("name") or ""), as_int(p.get("containerPort")) or 0)
+        for p in as_list(obj.get("ports"))
         if isinstance(p, dict)
     )
     env = tuple(
         (str(e.get("name")), str(e.get("value", "")))
-        for e in _list(obj.get("env"))
+        for e in as_list(obj.get("env"))
         if isinstance(e, dict) and e.get("name")
     )
     return Container(
         str(obj.get("name") or ""),
         str(obj.get("image") or ""),
-        tuple(str(a) for a in _list(obj.get("command"))),
-        tuple(str(a) for a in _list(obj.get("args"))),
+        tuple(str(a) for a in as_list(obj.get("command"))),
+        tuple(str(a) for a in as_list(obj.get("args"))),
         ports,
         env,
         probe(obj.get("readinessProbe")),
         probe(obj.get("livenessProbe")),
         probe(obj.get("startupProbe")),
-        bool(_dict(_dict(obj.get("lifecycle")).get("preStop"))),
+        bool(as_dict(as_dict(obj.get("lifecycle")).get("preStop"))),
         tuple(sorted(gpus.items())),
     )
-
-
-@dataclass(frozen=True)
-class Toleration:
-    key: str
-    operator: str
-    effect: str
-
-    def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists" and not self.key:
-            return True
-        return self.key == taint.key
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: str
 
 
 @dataclass(frozen=True)
@@ -182,9 +100,15 @@ class PodTemplate:
     containers: tuple[Container, ...]
     init_containers: tuple[Container, ...]
     grace_period: int | None
-    tolerations: tuple[Toleration, ...]
-    node_selector: dict[str, str]
-    node_affinity_labels: dict[str, tuple[str, ...]]  # required node affinity: key -> values (In), () for Exists
+    constraints: Constraints  # nodeSelector, required node affinity, tolerations
+
+    @property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        return self.constraints.tolerations
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        return dict(self.constraints.node_selector)
 
     @property
     def gpus(self) -> dict[str, float]:
@@ -196,30 +120,15 @@ class PodTemplate:
 
 
 def pod_template(template: Any) -> PodTemplate:
-    raw = _dict(template)
-    meta, spec = _dict(raw.get("metadata")), _dict(raw.get("spec"))
-    affinity: dict[str, tuple[str, ...]] = {}
-    required = _dict(
-        _dict(_dict(spec.get("affinity")).get("nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution")
-    )
-    for term in _list(required.get("nodeSelectorTerms")):
-        for expression in _list(_dict(term).get("matchExpressions")):
-            expr = _dict(expression)
-            if expr.get("operator") in ("In", "Exists"):
-                affinity[str(expr.get("key"))] = tuple(str(v) for v in _list(expr.get("values")))
+    raw = as_dict(template)
+    metadata, spec = as_dict(raw.get("metadata")), as_dict(raw.get("spec"))
     return PodTemplate(
-        _strs(meta.get("labels")),
-        _strs(meta.get("annotations")),
-        tuple(container(c) for c in _list(spec.get("containers")) if isinstance(c, dict)),
-        tuple(container(c) for c in _list(spec.get("initContainers")) if isinstance(c, dict)),
-        _int(spec.get("terminationGracePeriodSeconds")),
-        tuple(
-            Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"), str(t.get("effect") or ""))
-            for t in _list(spec.get("tolerations"))
-            if isinstance(t, dict)
-        ),
-        _strs(spec.get("nodeSelector")),
-        affinity,
+        strs(metadata.get("labels")),
+        strs(metadata.get("annotations")),
+        tuple(container(c) for c in as_list(spec.get("containers")) if isinstance(c, dict)),
+        tuple(container(c) for c in as_list(spec.get("initContainers")) if isinstance(c, dict)),
+        as_int(spec.get("terminationGracePeriodSeconds")),
+        scheduling.constraints(spec),
     )
 
 
@@ -258,25 +167,15 @@ WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
 LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
 
 
-def _meta(obj: Mapping[str, Any], default_namespace: str) -> tuple[str, str, dict[str, str], dict[str, str]]:
-    meta = _dict(obj.get("metadata"))
-    return (
-        str(meta.get("namespace") or default_namespace),
-        str(meta.get("name") or ""),
-        _strs(meta.get("labels")),
-        _strs(meta.get("annotations")),
-    )
-
-
 def workload(obj: Mapping[str, Any], default_namespace: str = "default", source: Source = NO_SOURCE) -> Workload | None:
     """A Deployment, StatefulSet or LeaderWorkerSet as a Workload; None for any other kind."""
     kind = str(obj.get("kind") or "")
     if kind not in WORKLOAD_KINDS:
         return None
-    namespace, name, labels, annotations = _meta(obj, default_namespace)
-    spec = _dict(obj.get("spec"))
+    namespace, name, labels, annotations = meta(obj, default_namespace)
+    spec = as_dict(obj.get("spec"))
     if kind == "LeaderWorkerSet":
-        lws = _dict(spec.get("leaderWorkerTemplate"))
+        lws = as_dict(spec.get("leaderWorkerTemplate"))
         templates = [t for t in (lws.get("leaderTemplate"), lws.get("workerTemplate")) if isinstance(t, dict)]
         # the LeaderWorkerSet controller labels every pod of the set with its name (Services select on it)
         pods = tuple(
@@ -286,7 +185,7 @@ def workload(obj: Mapping[str, Any], default_namespace: str = "default", source:
         pods = (pod_template(spec.get("template")),)
     if not pods:
         pods = (pod_template({}),)
-    return Workload(kind, namespace, name, labels, annotations, _int(spec.get("replicas")), pods, source)
+    return Workload(kind, namespace, name, labels, annotations, as_int(spec.get("replicas")), pods, source)
 
 
 @dataclass(frozen=True)
@@ -310,13 +209,13 @@ class Autoscaler:
 def _hpa_signals(metrics: Iterable[Any]) -> tuple[str, ...]:
     signals = []
     for metric in metrics:
-        m = _dict(metric)
+        m = as_dict(metric)
         kind = str(m.get("type") or "")
-        body = _dict(m.get(kind[:1].lower() + kind[1:])) if kind else {}
+        body = as_dict(m.get(kind[:1].lower() + kind[1:])) if kind else {}
         if kind in ("Resource", "ContainerResource"):
             signals.append(f"resource:{body.get('name', '')}")
         else:
-            signals.append(f"{kind.lower()}:{_dict(body.get('metric')).get('name', '')}")
+            signals.append(f"{kind.lower()}:{as_dict(body.get('metric')).get('name', '')}")
     return tuple(signals)
 
 
@@ -325,7 +224,7 @@ def _trigger_metric(metadata: dict[str, Any]) -> str:
 
 
 def _scale_down_window(behavior: Any) -> int | None:
-    return _int(_dict(_dict(behavior).get("scaleDown")).get("stabilizationWindowSeconds"))
+    return as_int(as_dict(as_dict(behavior).get("scaleDown")).get("stabilizationWindowSeconds"))
 
 
 def autoscaler(
@@ -334,13 +233,13 @@ def autoscaler(
     """An HPA (autoscaling/v2 or v1), a KEDA ScaledObject or an AIBrix PodAutoscaler; None for other kinds."""
     kind = str(obj.get("kind") or "")
     api = str(obj.get("apiVersion") or "")
-    namespace, name, _, annotations = _meta(obj, default_namespace)
-    spec = _dict(obj.get("spec"))
-    target = _dict(spec.get("scaleTargetRef"))
+    namespace, name, _, annotations = meta(obj, default_namespace)
+    spec = as_dict(obj.get("spec"))
+    target = as_dict(spec.get("scaleTargetRef"))
     if kind == "HorizontalPodAutoscaler":
         owner = ""
-        for ref in _list(_dict(obj.get("metadata")).get("ownerReferences")):
-            r = _dict(ref)
+        for ref in as_list(as_dict(obj.get("metadata")).get("ownerReferences")):
+            r = as_dict(ref)
             if (
                 r.get("controller")
                 and r.get("kind") == "ScaledObject"
@@ -350,98 +249,36 @@ def autoscaler(
         if api == "autoscaling/v1":
             signals: tuple[str, ...] = ("resource:cpu",)  # autoscaling/v1 scales on CPU only
         else:
-            signals = _hpa_signals(_list(spec.get("metrics"))) or ("resource:cpu",)  # the API's default: CPU 80 %
+            signals = _hpa_signals(as_list(spec.get("metrics"))) or ("resource:cpu",)  # the API's default: CPU 80 %
         return Autoscaler(
             "hpa", namespace, name, str(target.get("kind") or ""), str(target.get("name") or ""),
-            _int(spec.get("minReplicas")) if spec.get("minReplicas") is not None else 1,  # type: ignore[arg-type]
-            _int(spec.get("maxReplicas")), signals, _scale_down_window(spec.get("behavior")), None,
+            as_int(spec.get("minReplicas")) if spec.get("minReplicas") is not None else 1,  # type: ignore[arg-type]
+            as_int(spec.get("maxReplicas")), signals, _scale_down_window(spec.get("behavior")), None,
             owner_scaledobject=owner, annotations=annotations, source=source,
         )  # fmt: skip
     if kind == "ScaledObject" and api.startswith("keda.sh/"):
-        triggers = tuple(_dict(t) for t in _list(spec.get("triggers")))
-        signals = tuple(f"{t.get('type', '')}:{_trigger_metric(_dict(t.get('metadata')))}" for t in triggers)
-        hpa_config = _dict(_dict(spec.get("advanced")).get("horizontalPodAutoscalerConfig"))
-        min_replicas = _int(spec.get("minReplicaCount"))
+        triggers = tuple(as_dict(t) for t in as_list(spec.get("triggers")))
+        signals = tuple(f"{t.get('type', '')}:{_trigger_metric(as_dict(t.get('metadata')))}" for t in triggers)
+        hpa_config = as_dict(as_dict(spec.get("advanced")).get("horizontalPodAutoscalerConfig"))
+        min_replicas = as_int(spec.get("minReplicaCount"))
         return Autoscaler(
             "keda", namespace, name, str(target.get("kind") or "Deployment"), str(target.get("name") or ""),
             0 if min_replicas is None else min_replicas,  # KEDA's default minReplicaCount is 0
-            _int(spec.get("maxReplicaCount")), signals, _scale_down_window(hpa_config.get("behavior")),
-            _int(spec.get("cooldownPeriod")), triggers, annotations=annotations, source=source,
+            as_int(spec.get("maxReplicaCount")), signals, _scale_down_window(hpa_config.get("behavior")),
+            as_int(spec.get("cooldownPeriod")), triggers, annotations=annotations, source=source,
         )  # fmt: skip
     if kind == "PodAutoscaler" and api.startswith("autoscaling.aibrix.ai/"):
-        sources = [_dict(s) for s in _list(spec.get("metricsSources"))]
+        sources = [as_dict(s) for s in as_list(spec.get("metricsSources"))]
         signals = tuple(f"{s.get('metricSourceType', '')}:{s.get('targetMetric', '')}" for s in sources)
         if not signals and spec.get("metrics"):
-            signals = _hpa_signals(_list(spec.get("metrics")))
-        min_replicas = _int(spec.get("minReplicas"))
+            signals = _hpa_signals(as_list(spec.get("metrics")))
+        min_replicas = as_int(spec.get("minReplicas"))
         return Autoscaler(
             "aibrix", namespace, name, str(target.get("kind") or ""), str(target.get("name") or ""),
-            1 if min_replicas is None else min_replicas, _int(spec.get("maxReplicas")), signals, None, None,
+            1 if min_replicas is None else min_replicas, as_int(spec.get("maxReplicas")), signals, None, None,
             annotations=annotations, source=source,
         )  # fmt: skip
     return None
-
-
-@dataclass(frozen=True)
-class Selector:
-    """A label selector: matchLabels and the In / NotIn / Exists / DoesNotExist expressions."""
-
-    match_labels: dict[str, str]
-    expressions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if not self.match_labels and not self.expressions:
-            return False  # an empty selector selects nothing here (a Service without one has manual endpoints)
-        if any(labels.get(k) != v for k, v in self.match_labels.items()):
-            return False
-        for key, op, values in self.expressions:
-            if op == "In" and labels.get(key) not in values:
-                return False
-            if op == "NotIn" and labels.get(key) in values:
-                return False
-            if op == "Exists" and key not in labels:
-                return False
-            if op == "DoesNotExist" and key in labels:
-                return False
-        return True
-
-
-_SET_TERM = re.compile(r"^\s*([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
-
-
-def parse_label_selector(text: str) -> Selector:
-    """A label selector as `kubectl -l` writes it: `a=b,c!=d,e in (f,g),h notin (i),j,!k`; ValueError if bad."""
-    labels: dict[str, str] = {}
-    expressions: list[tuple[str, str, tuple[str, ...]]] = []
-    for raw in re.split(r",(?![^()]*\))", text):
-        term = raw.strip()
-        if not term:
-            continue
-        if found := _SET_TERM.match(term):
-            values = tuple(v.strip() for v in found.group(3).split(",") if v.strip())
-            expressions.append((found.group(1), "In" if found.group(2) == "in" else "NotIn", values))
-        elif "!=" in term:
-            key, value = (p.strip() for p in term.split("!=", 1))
-            expressions.append((key, "NotIn", (value,)))
-        elif "=" in term:
-            key, value = (p.strip() for p in term.replace("==", "=").split("=", 1))
-            labels[key] = value
-        elif term.startswith("!"):
-            expressions.append((term[1:].strip(), "DoesNotExist", ()))
-        elif re.fullmatch(r"[\w./-]+", term):
-            expressions.append((term, "Exists", ()))
-        else:
-            raise ValueError(f"not a label selector term: {term!r}")
-    return Selector(labels, tuple(expressions))
-
-
-def label_selector(obj: Any) -> Selector:
-    raw = _dict(obj)
-    expressions = tuple(
-        (str(e.get("key")), str(e.get("operator")), tuple(str(v) for v in _list(e.get("values"))))
-        for e in (_dict(x) for x in _list(raw.get("matchExpressions")))
-    )
-    return Selector(_strs(raw.get("matchLabels")), expressions)
 
 
 @dataclass(frozen=True)
@@ -457,79 +294,26 @@ class Pdb(Selecting):
     """A PodDisruptionBudget."""
 
 
+@dataclass(frozen=True)
 class Service(Selecting):
     """A Service (its selector is match labels only)."""
+
+    backend_config: str | None = None  # GKE: the BackendConfig annotation, as written
 
 
 def pdb(obj: Mapping[str, Any], default_namespace: str = "default") -> Pdb | None:
     if obj.get("kind") != "PodDisruptionBudget":
         return None
-    namespace, name, _, _ = _meta(obj, default_namespace)
-    return Pdb(namespace, name, label_selector(_dict(obj.get("spec")).get("selector")))
+    namespace, name, _, _ = meta(obj, default_namespace)
+    return Pdb(namespace, name, label_selector(as_dict(obj.get("spec")).get("selector")))
 
 
 def service(obj: Mapping[str, Any], default_namespace: str = "default") -> Service | None:
     if obj.get("kind") != "Service":
         return None
-    namespace, name, _, _ = _meta(obj, default_namespace)
-    return Service(namespace, name, Selector(_strs(_dict(obj.get("spec")).get("selector"))))
-
-
-@dataclass(frozen=True)
-class Backend:
-    kind: str  # "Service" or "InferencePool"
-    name: str
-
-
-@dataclass(frozen=True)
-class Frontend:
-    """What carries requests from outside to a Service or InferencePool: an Ingress, HTTPRoute or Route."""
-
-    kind: str  # "Ingress", "HTTPRoute", "Route"
-    namespace: str
-    name: str
-    annotations: dict[str, str]
-    ingress_class: str
-    backends: tuple[Backend, ...]
-    timeouts: tuple[float | None, ...] = ()  # HTTPRoute: each rule's request timeout (None: unset)
-    source: Source = field(default=Source(), compare=False)
-
-
-def frontend(obj: Mapping[str, Any], default_namespace: str = "default", source: Source = NO_SOURCE) -> Frontend | None:
-    kind = str(obj.get("kind") or "")
-    api = str(obj.get("apiVersion") or "")
-    namespace, name, _, annotations = _meta(obj, default_namespace)
-    spec = _dict(obj.get("spec"))
-    if kind == "Ingress":
-        backends: list[Backend] = []
-        default = _dict(_dict(spec.get("defaultBackend") or spec.get("backend")).get("service"))
-        if default.get("name"):
-            backends.append(Backend("Service", str(default["name"])))
-        for rule in _list(spec.get("rules")):
-            for path in _list(_dict(_dict(rule).get("http")).get("paths")):
-                backend = _dict(_dict(path).get("backend"))
-                svc = _dict(backend.get("service")).get("name") or backend.get("serviceName")
-                if svc:
-                    backends.append(Backend("Service", str(svc)))
-        ingress_class = str(spec.get("ingressClassName") or annotations.get("kubernetes.io/ingress.class") or "")
-        return Frontend(
-            "Ingress", namespace, name, annotations, ingress_class, tuple(dict.fromkeys(backends)), source=source
-        )
-    if kind == "HTTPRoute" and api.startswith("gateway.networking.k8s.io/"):
-        backends, timeouts = [], []
-        for rule in (_dict(r) for r in _list(spec.get("rules"))):
-            for ref in (_dict(b) for b in _list(rule.get("backendRefs"))):
-                backends.append(Backend(str(ref.get("kind") or "Service"), str(ref.get("name") or "")))
-            request = _dict(rule.get("timeouts")).get("request")
-            timeouts.append(duration_seconds(request) if request is not None else None)
-        return Frontend(
-            "HTTPRoute", namespace, name, annotations, "", tuple(dict.fromkeys(backends)), tuple(timeouts), source
-        )
-    if kind == "Route" and api.startswith("route.openshift.io/"):
-        refs = [_dict(spec.get("to")), *(_dict(b) for b in _list(spec.get("alternateBackends")))]
-        backends = [Backend("Service", str(r.get("name"))) for r in refs if r.get("name")]
-        return Frontend("Route", namespace, name, annotations, "", tuple(dict.fromkeys(backends)), source=source)
-    return None
+    namespace, name, _, annotations = meta(obj, default_namespace)
+    selector = Selector(strs(as_dict(obj.get("spec")).get("selector")))
+    return Service(namespace, name, selector, frontends.backend_config_ref(annotations))
 
 
 @dataclass(frozen=True)
@@ -543,74 +327,10 @@ def inference_pool(obj: Mapping[str, Any], default_namespace: str = "default") -
     """An InferencePool of inference.networking.k8s.io/v1 (selector.matchLabels) or x-k8s.io/v1alpha2 (a map)."""
     if obj.get("kind") != "InferencePool" or not str(obj.get("apiVersion") or "").startswith("inference.networking."):
         return None
-    namespace, name, _, _ = _meta(obj, default_namespace)
-    raw = _dict(_dict(obj.get("spec")).get("selector"))
-    selector = label_selector(raw) if "matchLabels" in raw or "matchExpressions" in raw else Selector(_strs(raw))
+    namespace, name, _, _ = meta(obj, default_namespace)
+    raw = as_dict(as_dict(obj.get("spec")).get("selector"))
+    selector = label_selector(raw) if "matchLabels" in raw or "matchExpressions" in raw else Selector(strs(raw))
     return InferencePool(namespace, name, selector)
-
-
-@dataclass(frozen=True)
-class Node:
-    name: str
-    labels: dict[str, str]
-    taints: tuple[Taint, ...]
-    gpus: dict[str, float]  # accelerator capacity
-
-    @property
-    def has_gpus(self) -> bool:
-        return any(v > 0 for v in self.gpus.values()) or self.labels.get("nvidia.com/gpu.present") == "true"
-
-    def schedulable_taints(self) -> tuple[Taint, ...]:
-        return tuple(t for t in self.taints if t.effect in ("NoSchedule", "NoExecute"))
-
-
-def node(obj: Mapping[str, Any]) -> Node | None:
-    if obj.get("kind") not in (None, "Node"):
-        return None
-    meta, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
-    capacity = _dict(status.get("capacity"))
-    return Node(
-        str(meta.get("name") or ""),
-        _strs(meta.get("labels")),
-        tuple(
-            Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
-            for t in (_dict(x) for x in _list(spec.get("taints")))
-        ),
-        {str(k): quantity(v) for k, v in capacity.items() if is_gpu_resource(str(k))},
-    )
-
-
-@dataclass(frozen=True)
-class Pod:
-    """A running pod as the GPU-node checks see it: where it runs, whether it asks for a GPU, who owns it."""
-
-    namespace: str
-    name: str
-    node: str
-    labels: dict[str, str]
-    requests_gpu: bool
-    owner_kind: str
-
-
-def pod(obj: Mapping[str, Any]) -> Pod | None:
-    meta, spec = _dict(obj.get("metadata")), _dict(obj.get("spec"))
-    phase = _dict(obj.get("status")).get("phase")
-    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
-        return None
-    owner = next(
-        (str(_dict(o).get("kind")) for o in _list(meta.get("ownerReferences")) if _dict(o).get("controller")), ""
-    )
-    if "kubernetes.io/config.mirror" in _strs(meta.get("annotations")):
-        owner = "Node"  # a static pod
-    template = pod_template({"metadata": meta, "spec": spec})
-    return Pod(
-        str(meta.get("namespace") or ""),
-        str(meta.get("name") or ""),
-        str(spec["nodeName"]),
-        template.labels,
-        bool(template.gpus),
-        owner,
-    )
 
 
 @dataclass
@@ -624,6 +344,7 @@ class Surroundings:
     services: list[Service] = field(default_factory=list)
     frontends: list[Frontend] = field(default_factory=list)
     inference_pools: list[InferencePool] = field(default_factory=list)
+    backend_configs: dict[tuple[str, str], float | None] = field(default_factory=dict)  # GKE: timeoutSec
     nodes: list[Node] | None = None
     pods: list[Pod] | None = None
 
@@ -647,16 +368,28 @@ def pools_of(w: Workload, around: Surroundings) -> list[InferencePool]:
     return [p for p in around.inference_pools if p.namespace == w.namespace and p.selector.matches(w.pod_labels)]
 
 
-def frontends_of(w: Workload, around: Surroundings) -> list[Frontend]:
-    """The Ingresses, HTTPRoutes and Routes whose backends are a Service or InferencePool of `w`."""
-    targets = {("Service", s.name) for s in services_of(w, around)} | {
+def targets_of(w: Workload, around: Surroundings) -> set[tuple[str, str]]:
+    """What a frontend may name to reach `w`: ("Service", name) and ("InferencePool", name) in its namespace."""
+    return {("Service", s.name) for s in services_of(w, around)} | {
         ("InferencePool", p.name) for p in pools_of(w, around)
     }
+
+
+def frontends_of(w: Workload, around: Surroundings) -> list[Frontend]:
+    """The Ingresses, HTTPRoutes and Routes with a backend that is a Service or InferencePool of `w`."""
+    targets = targets_of(w, around)
     return [
         f
         for f in around.frontends
-        if f.namespace == w.namespace and any((b.kind, b.name) in targets for b in f.backends)
+        if f.namespace == w.namespace and any((b.kind, b.name) in targets for r in f.rules for b in r.backends)
     ]
+
+
+def frontend_timeouts(w: Workload, f: Frontend, around: Surroundings) -> list[Timeout | None]:
+    """The timeout `f` applies to each of its backends that reaches `w` (None: cannot be told)."""
+    refs = {s.name: s.backend_config for s in around.services if s.namespace == f.namespace}
+    configs = {name: t for (ns, name), t in around.backend_configs.items() if ns == f.namespace}
+    return reaching_timeouts(f, targets_of(w, around), refs, configs)
 
 
 def max_replicas(w: Workload, scalers: Sequence[Autoscaler]) -> int | None:

@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
-from exporter.audit.model import Node, PodTemplate, Surroundings, Workload
+from collections.abc import Iterable
+from dataclasses import replace
+
+from exporter.audit.model import Surroundings, Workload
+from exporter.audit.nodes import Node
+from exporter.k8s import scheduling
+from exporter.k8s.scheduling import Constraints
 
 TIME_SLICING_LABEL = "nvidia.com/gpu.sharing-strategy"  # GPU feature discovery: none | time-slicing | mps
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"  # GPU feature discovery: shares per GPU (1: not shared)
 
 
-def selects(template: PodTemplate, n: Node) -> bool:
-    """True when `n` satisfies the template's nodeSelector and required node affinity (taints aside)."""
-    if any(n.labels.get(k) != v for k, v in template.node_selector.items()):
-        return False
-    return all(
-        k in n.labels and (not values or n.labels[k] in values) for k, values in template.node_affinity_labels.items()
-    )
-
-
 def gpu_nodes_for(w: Workload, around: Surroundings) -> list[Node]:
-    """The GPU nodes `w`'s pods run on (live) or, with none running, those its selectors allow."""
+    """The GPU nodes `w`'s pods run on (live) or, with none running, those the scheduler may place them on
+    (nodeSelector, required node affinity, taints and tolerations)."""
     nodes = [n for n in around.nodes or () if n.has_gpus]
     running = {p.node for p in around.pods or () if p.namespace == w.namespace and _owned(w, p.labels)}
     on = [n for n in nodes if n.name in running]
-    return on or [n for n in nodes if selects(w.pod, n)]
+    admitted = as_admitted(w.pod.constraints, w.pod.gpus)
+    return on or [n for n in nodes if scheduling.allows(admitted, n.name, n.labels, n.taints)]
+
+
+def as_admitted(c: Constraints, resources: Iterable[str]) -> Constraints:
+    """A template's constraints as its pods have them: the ExtendedResourceToleration admission plugin (on by
+    default on GKE, whose GPU nodes are tainted nvidia.com/gpu) adds a toleration for each extended resource a
+    pod requests, which the template does not show."""
+    implied = tuple((r, "Exists", "", "NoSchedule") for r in sorted(resources))
+    return replace(c, tolerations=c.tolerations + implied)
 
 
 def _owned(w: Workload, labels: dict[str, str]) -> bool:

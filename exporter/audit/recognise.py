@@ -29,7 +29,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from exporter.audit.model import Container, Selector, Workload
+from exporter.audit.model import Container, Workload
+from exporter.k8s.selectors import Selector
 
 SCRAPE_ANNOTATION = "llm-exporter.io/scrape"
 

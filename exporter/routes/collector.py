@@ -15,34 +15,34 @@ from typing import Any
 from exporter.catalogue import routes as spec
 from exporter.config import Routes
 from exporter.exposition import Family
+from exporter.k8s import frontends
+from exporter.k8s.frontends import Frontend
 from exporter.routes import model
 from exporter.sources.kube import Mirror, Reflectors, shared
 from exporter.watched import Recomputed, Watching
 
 
-def _none_if_zero(seconds: float) -> float | None:
-    return seconds or None
-
-
 def make_reflectors(api: Any, config: Routes, page_size: int = 500) -> dict[str, Mirror[Any]]:
     """The route objects' reflectors; the engine pods ("pods") come from the shared engine-pod watch."""
-    ingress_default = _none_if_zero(config.ingress_default_timeout_seconds)
-    route_default = _none_if_zero(config.httproute_default_timeout_seconds)
-    openshift_default = _none_if_zero(config.openshift_route_default_timeout_seconds)
+    defaults = model.defaults(
+        config.ingress_default_timeout_seconds,
+        config.httproute_default_timeout_seconds,
+        config.openshift_route_default_timeout_seconds,
+    )
     return {
         # views of the role's one watch of each resource (the audit reads them too); optional: an API group not
         # served, or a grant missing after an upgrade, leaves the routes empty (and says so in the logs)
         # instead of holding back the cluster role's readiness
         "ingresses": shared(api, "ingresses", optional=True, page_size=page_size).view(
-            lambda o: model.ingress_record(o, ingress_default)
+            lambda o: frontends.ingress(o, defaults=defaults)
         ),
         "httproutes": shared(api, "httproutes", optional=True, page_size=page_size).view(
-            lambda o: model.httproute_record(o, route_default)
+            lambda o: frontends.httproute(o, defaults=defaults)
         ),
         "services": shared(api, "services", optional=True, page_size=page_size).view(model.service_record),
         # OpenShift Routes (route.openshift.io): absent outside OpenShift, a 404 counts as none
         "routes": shared(api, "routes", optional=True, page_size=page_size).view(
-            lambda o: model.openshift_route_record(o, openshift_default)
+            lambda o: frontends.openshift_route(o, defaults=defaults)
         ),
     }
 
@@ -66,7 +66,7 @@ class RoutesCollector(Watching):
         return families(model.engine_route_timeouts(routes, engines), model.engine_routes(routes, engines))
 
 
-def families(timeouts: Iterable[model.RouteTimeout], routes: Iterable[model.Route]) -> list[Family]:
+def families(timeouts: Iterable[model.RouteTimeout], routes: Iterable[Frontend]) -> list[Family]:
     timeout = Family(spec.ROUTE_TIMEOUT)
     for t in timeouts:
         timeout.add((t.namespace, t.name, t.kind, t.source), t.timeout_seconds)

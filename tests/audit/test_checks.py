@@ -11,6 +11,8 @@ import pytest
 from exporter.audit import inventory, model
 from exporter.audit.base import Measured, Threshold
 from exporter.audit.checks import BY_ID, CHECKS
+from exporter.audit.nodes import node as node_record
+from exporter.audit.nodes import pod as pod_record
 from exporter.audit.run import audit_workload, engines
 from tests.audit import objects as o
 
@@ -29,8 +31,8 @@ def verdicts(
 ) -> dict[str, str]:
     inv = inventory.build(objs)
     if nodes is not None:
-        inv.around.nodes = [n for n in map(model.node, nodes) if n is not None]
-        inv.around.pods = [p for p in map(model.pod, pods or []) if p is not None]
+        inv.around.nodes = [n for n in map(node_record, nodes) if n is not None]
+        inv.around.pods = [p for p in map(pod_record, pods or []) if p is not None]
     (w,) = engines(inv.workloads)
     return {f.check.id: f.outcome.status for f in audit_workload(w, inv.around, measured)}
 

@@ -26,13 +26,13 @@ def objects(ns: str) -> list[dict[str, Any]]:
             "spec": {"selector": {"app": app}, "ports": [{"port": 8000}]},
         }
 
-    def ingress(name: str, backend: str, annotations: dict[str, str]) -> dict[str, Any]:
+    def ingress(name: str, backend: str, annotations: dict[str, str], ingress_class: str = "nginx") -> dict[str, Any]:
         path = {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": backend, "port": {"number": 8000}}}}
         return {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "Ingress",
             "metadata": {"name": name, "namespace": ns, "annotations": annotations},
-            "spec": {"ingressClassName": "nginx", "rules": [{"http": {"paths": [path]}}]},
+            "spec": {"ingressClassName": ingress_class, "rules": [{"http": {"paths": [path]}}]},
         }
 
     engine_pod = {
@@ -61,6 +61,9 @@ def objects(ns: str) -> list[dict[str, Any]]:
         ),
         ingress("site", "web", {}),  # no engine behind it
         ingress("plain", "vllm", {}),  # ingress-nginx's defaults: 60 s, no buffering
+        # F5 NGINX (class nginx too): its own annotation, an nginx time; buffering on by default
+        ingress("f5", "vllm", {"nginx.org/proxy-read-timeout": "600s"}),
+        ingress("gke", "vllm", {}, "gce"),  # GKE's backend service timeout: 30 s; buffering not known
     ]
 
 
@@ -78,6 +81,18 @@ def httproute(ns: str) -> dict[str, Any]:
             ]
         },
     }
+
+
+def ingress_lines(ns: str) -> list[str]:
+    return [
+        f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Ingress",source="annotation"}} 600',
+        f'llm_route_timeout_seconds{{namespace="{ns}",route="f5",kind="Ingress",source="annotation"}} 600',
+        f'llm_route_timeout_seconds{{namespace="{ns}",route="gke",kind="Ingress",source="default"}} 30',
+        f'llm_route_timeout_seconds{{namespace="{ns}",route="plain",kind="Ingress",source="default"}} 60',
+        f'llm_route_buffering{{namespace="{ns}",route="chat",kind="Ingress"}} 1',
+        f'llm_route_buffering{{namespace="{ns}",route="f5",kind="Ingress"}} 1',
+        f'llm_route_buffering{{namespace="{ns}",route="plain",kind="Ingress"}} 0',
+    ]
 
 
 def lines_for(text: str, ns: str) -> list[str]:
@@ -101,12 +116,7 @@ def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_clust
         wait_for(collector.ready, 60, "the first lists")
         if cluster.request("GET", HTTPROUTES)[0] == 404:
             # without the Gateway API CRDs the HTTPRoute watch counts as empty; the Ingresses are served
-            assert lines_for(render(collector.collect()), ns) == [
-                f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Ingress",source="annotation"}} 600',
-                f'llm_route_timeout_seconds{{namespace="{ns}",route="plain",kind="Ingress",source="default"}} 60',
-                f'llm_route_buffering{{namespace="{ns}",route="chat",kind="Ingress"}} 1',
-                f'llm_route_buffering{{namespace="{ns}",route="plain",kind="Ingress"}} 0',
-            ]
+            assert lines_for(render(collector.collect()), ns) == ingress_lines(ns)
         cluster.apply(yaml.safe_load(CRD.read_text()))
         wait_for(lambda: cluster.request("GET", HTTPROUTES)[0] == 200, 60, "the HTTPRoute CRD served")
         cluster.apply(httproute(ns))
@@ -120,10 +130,7 @@ def test_routes_to_engines_with_their_timeouts_from_a_real_api_server(kube_clust
         wait_for(collector.ready, 60, "the first lists")
         expected = [
             f'llm_route_timeout_seconds{{namespace="{ns}",route="api",kind="HTTPRoute",source="spec"}} 120',
-            f'llm_route_timeout_seconds{{namespace="{ns}",route="chat",kind="Ingress",source="annotation"}} 600',
-            f'llm_route_timeout_seconds{{namespace="{ns}",route="plain",kind="Ingress",source="default"}} 60',
-            f'llm_route_buffering{{namespace="{ns}",route="chat",kind="Ingress"}} 1',
-            f'llm_route_buffering{{namespace="{ns}",route="plain",kind="Ingress"}} 0',
+            *ingress_lines(ns),
         ]
         wait_for(lambda: lines_for(render(collector.collect()), ns) == expected, 30, "the HTTPRoute in the view")
         # a watch event: the annotation goes, the default comes back

@@ -14,7 +14,8 @@ from exporter.audit.base import (
     seconds,
     unknown,
 )
-from exporter.audit.model import Autoscaler, Surroundings, autoscalers_of, duration_seconds
+from exporter.audit.model import Autoscaler, Surroundings, autoscalers_of
+from exporter.k8s.durations import duration_seconds
 
 HPA_DEFAULT_WINDOW = 300  # autoscaling/v2 scaleDown.stabilizationWindowSeconds default
 KEDA_DEFAULT_COOLDOWN = 300  # ScaledObject cooldownPeriod default

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from exporter.audit.base import Check, Outcome, Subject, fail, na, ok, unknown
-from exporter.audit.frontends import buffering
 from exporter.audit.model import Surroundings, frontends_of
 
 
@@ -11,7 +10,7 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     fronts = [f for f in frontends_of(subject.workload, around) if f.kind == "Ingress"]
     if not fronts:
         return na("no Ingress reaches it")
-    verdicts = {f"{f.kind} {f.name}": buffering(f) for f in fronts}
+    verdicts = {f"{f.kind} {f.name}": f.buffering for f in fronts}
     on = [name for name, v in verdicts.items() if v]
     if on:
         return fail("buffers responses: " + ", ".join(on))

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from exporter.audit.base import DEFAULT_INGRESS_SECONDS, Check, Outcome, Subject, fail, na, ok, pick, seconds, unknown
-from exporter.audit.frontends import read_timeout
-from exporter.audit.model import Surroundings, frontends_of
+from exporter.audit.model import Surroundings, frontend_timeouts, frontends_of
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
@@ -14,11 +13,15 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     threshold = pick(subject.measured.request_seconds, DEFAULT_INGRESS_SECONDS)
     short, blind = [], []
     for f in fronts:
-        timeout, default = read_timeout(f)
-        if timeout is None:
+        timeouts = frontend_timeouts(subject.workload, f, around)
+        known = [t for t in timeouts if t is not None]
+        cut = min(known, key=lambda t: t.seconds) if known else None
+        if cut is not None and cut.seconds <= threshold.value:
+            short.append(
+                f"{f.kind} {f.name}: {seconds(cut.seconds)}" + (" (default)" if cut.source == "default" else "")
+            )
+        elif None in timeouts:
             blind.append(f"{f.kind} {f.name}")
-        elif timeout <= threshold.value:
-            short.append(f"{f.kind} {f.name}: {seconds(timeout)}" + (" (default)" if default else ""))
     if short:
         return fail(
             f"read timeout not above the longest generation ({seconds(threshold.value)}): " + "; ".join(short),
@@ -32,11 +35,12 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
 CHECK = Check(
     id="ingress-timeout-short",
     severity="warning",
-    reason="Many ingress controllers default to a 60 s read timeout (OpenShift's router to 30 s), which kills "
-    "long generations midway; users report a crash you cannot reproduce with short test prompts.",
+    reason="Many ingress controllers default to a 60 s read timeout (OpenShift's router and GKE's load balancer "
+    "to 30 s), which kills long generations midway; users report a crash you cannot reproduce with short test "
+    "prompts.",
     fix="Raise the read timeout above the p99 request duration (nginx.ingress.kubernetes.io/proxy-read-timeout, "
-    "haproxy.router.openshift.io/timeout, HTTPRoute rules[].timeouts.request, the ALB idle timeout); 60 s "
-    "when not measured.",
-    reads=("Ingress", "HTTPRoute", "Route", "Service", "InferencePool"),
+    "nginx.org/proxy-read-timeout, haproxy.router.openshift.io/timeout, HTTPRoute rules[].timeouts.request, the "
+    "ALB idle timeout, a GKE BackendConfig's timeoutSec); 60 s when not measured.",
+    reads=("Ingress", "HTTPRoute", "Route", "Service", "InferencePool", "BackendConfig"),
     evaluate=evaluate,
 )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from exporter.audit.base import Check, Outcome, Subject, na, ok, unknown
-from exporter.audit.model import GPU_TAINT_KEYS, Surroundings
+from exporter.audit.model import Surroundings
+from exporter.k8s import accelerators
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
@@ -12,13 +13,18 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     pod = subject.workload.pod
     if not pod.gpus:
         return na("requests no GPU")
-    tolerated = [t for t in pod.tolerations if (t.operator == "Exists" and not t.key) or t.key in GPU_TAINT_KEYS]
+    # the taint keys of the accelerators it requests (an AMD GPU's nodes are not tainted nvidia.com/gpu)
+    keys = accelerators.taint_keys(pod.gpus)
+    tolerated = sorted(
+        {key or "every taint" for key, operator, _, _ in pod.tolerations
+         if key in keys or (not key and operator == "Exists")}
+    )  # fmt: skip
     if tolerated:
-        return ok("tolerates " + ", ".join(t.key or "every taint" for t in tolerated))
-    keys = ", ".join(t.key for t in pod.tolerations if t.key) or "none"
+        return ok("tolerates " + ", ".join(tolerated))
+    given = ", ".join(key for key, _, _, _ in pod.tolerations if key) or "none"
     return unknown(
-        f"no toleration for a GPU taint (tolerations: {keys}); the ExtendedResourceToleration admission "
-        "plugin or the node pool may add it, or the GPU nodes are not tainted"
+        f"no toleration for a taint of its accelerators ({', '.join(sorted(pod.gpus))}; tolerations: {given}); "
+        "the ExtendedResourceToleration admission plugin or the node pool may add it, or the nodes are not tainted"
     )
 
 
@@ -27,8 +33,9 @@ CHECK = Check(
     severity="info",
     reason="GPU nodes should be tainted so only inference pods with the matching toleration land there; a "
     "GPU engine without one suggests untainted GPU nodes.",
-    fix="Taint the GPU nodes and add the toleration (key nvidia.com/gpu, operator Exists, effect NoSchedule) "
-    "to the engine's pod template.",
+    fix="Taint the GPU nodes and add the matching toleration to the engine's pod template (key: the "
+    "accelerator's taint, e.g. nvidia.com/gpu, amd.com/gpu, aws.amazon.com/neuron, google.com/tpu; operator "
+    "Exists; effect NoSchedule).",
     reads=(),
     evaluate=evaluate,
 )

@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 from exporter.audit.base import Check, Outcome, Subject, fail, listed, na, ok, unknown
-from exporter.audit.model import SHARED_GPU_RESOURCE, Surroundings
+from exporter.audit.model import PodTemplate, Surroundings
 from exporter.audit.placement import REPLICAS_LABEL, TIME_SLICING_LABEL, gpu_nodes_for, time_sliced
+from exporter.k8s.accelerators import SHARED_GPU_RESOURCE
+
+
+def _asks_for_time_slicing(pod: PodTemplate) -> bool:
+    """The nodeSelector, or one of the ORed required node affinity terms, asks for time-sliced GPU nodes."""
+    c = pod.constraints
+    if dict(c.node_selector).get(TIME_SLICING_LABEL) == "time-slicing":
+        return True
+    return any(
+        key == TIME_SLICING_LABEL and operator == "In" and "time-slicing" in values
+        for term in c.affinity or ()
+        for key, operator, values in term.expressions
+    )
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
@@ -14,8 +27,7 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     shared = sorted(r for r in pod.gpus if SHARED_GPU_RESOURCE.match(r))
     if shared:
         return fail("requests a time-shared GPU: " + ", ".join(shared))
-    wanted = {**pod.node_selector, **{k: ",".join(v) for k, v in pod.node_affinity_labels.items()}}
-    if "time-slicing" in wanted.get(TIME_SLICING_LABEL, ""):
+    if _asks_for_time_slicing(pod):
         return fail(f"selects nodes with {TIME_SLICING_LABEL}=time-slicing")
     if around.nodes is None:
         return unknown(
