@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import importlib.util
+import io
 import os
 import signal
 import sys
@@ -42,9 +44,21 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _mappings(args: argparse.Namespace) -> int:
-    from exporter.engines.table import render_table
+    from exporter.engines.registry import NAMES
+    from exporter.engines.table import UnknownReleaseError, render_table
 
-    print(render_table(args.version, markdown=args.markdown, engine=args.engine), end="")
+    engine = args.engine_name or args.engine or "vllm"
+    if engine not in NAMES:
+        print(f"llm-exporter mappings: no engine {engine!r}; one of {', '.join(NAMES)}", file=sys.stderr)
+        return 2
+    if args.engine_name and args.engine and args.engine != args.engine_name:
+        print(f"llm-exporter mappings: two engines given ({args.engine_name}, --engine {args.engine})", file=sys.stderr)
+        return 2
+    try:
+        print(render_table(args.version, markdown=args.markdown, engine=engine), end="")
+    except UnknownReleaseError as exc:
+        print(f"llm-exporter mappings: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -210,8 +224,11 @@ def _add_tool(sub: argparse._SubParsersAction[argparse.ArgumentParser], command:
     elif command == "mappings":
         from exporter.engines.registry import NAMES
 
-        p.add_argument("--engine", choices=NAMES, default="vllm", help="the engine (default: vllm)")
-        p.add_argument("--version", help="only this release of the engine (e.g. 0.9.2)")
+        p.add_argument("engine_name", nargs="?", metavar="ENGINE", help=f"the engine: {', '.join(NAMES)} (or --engine)")
+        p.add_argument("--engine", choices=NAMES, help="the engine (default: vllm)")
+        p.add_argument(
+            "--version", help="only this release of the engine (e.g. 0.9.2); one the table lacks is an error"
+        )
         p.add_argument("--markdown", action="store_true", help="a Markdown table")
         p.set_defaults(func=_mappings)
     elif command == "demo":
@@ -247,10 +264,47 @@ def _command(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run one command; its exit status. A reader that went away (`| head`) ends it with status 1.
+
+    1, not the shell's 141 for a SIGPIPE: the statuses stay 0 (done), 1 (done, something to act on or the
+    output cut short) and 2 (bad input), and Python's recipe for a closed pipe does the same.
+    """
+    closed = sys.stdout is None  # started with standard output closed (`>&-`): every write fails
+    if closed:
+        sys.stdout = _ClosedOutput()
+    try:
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # the last buffered lines may meet the closed pipe only here
+        return status
+    except BrokenPipeError:
+        _discard_stdout()  # so that the flush at exit does not fail again
+        if closed:
+            print("llm-exporter: standard output is closed: nothing written", file=sys.stderr)
+        return 1
+
+
+def _main(argv: list[str]) -> int:
     if _command(argv) == "serve" and (error := _unknown_collector_flag(argv)):
         print(f"llm-exporter: {error}", file=sys.stderr)
         return 2
     args = parser(_command(argv)).parse_args(argv)
     logs.configure(args.log_level, args.log_format)
     return int(args.func(args))
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output when the process started without one: a write fails as on a closed pipe."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "standard output is closed")
+
+
+def _discard_stdout() -> None:
+    """Point file descriptor 1 at /dev/null (Python's recipe for SIGPIPE): what is still buffered goes there."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (captured, or closed)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
