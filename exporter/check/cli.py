@@ -26,7 +26,7 @@ from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
 from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
-from exporter.check.report import write_json, write_sarif, write_text
+from exporter.check.report import Read, write_json, write_sarif, write_text
 from exporter.check.scope import Cluster, ClusterScoped, add_replica_label
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError
 
@@ -153,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         except BadFileError as exc:
             errors.append(str(exc))
     scope = ""
+    read: Read | None = None  # None: what the results list is all that was read
     if prometheus is not None:
         checker = Checker(prometheus, lookback=args.lookback)
         scoped = {c: Checker(ClusterScoped(prometheus, c), lookback=args.lookback) for c in clusters}
@@ -169,20 +170,23 @@ def run(args: argparse.Namespace) -> int:
         results = {path: [offline.check(q) for q in queries] for path, queries in by_file.items()}
         scope = f"on {offline.describe()}"
         if before:
+            judged = Read.of([r for rs in results.values() for r in rs], len(by_file))
+            read = replace(judged, upgrade=True)
             old = OfflineChecker({**against, **before}.values(), converting, recorded)
             results = {path: _broken(old, rs) for path, rs in results.items()}
             scope = f"broken by the upgrade from {old.describe()} to {offline.describe()}"
     flat = [r for rs in results.values() for r in rs]
-    if not flat and not errors and not before:
+    read = read or Read.of(flat, len(by_file))
+    if not read.queries and not errors:
         errors.append("no PromQL queries found in the given files")
     if args.write:
         errors.extend(_write(results))
     if args.output == "json":
-        write_json(flat, errors, sys.stdout)
+        write_json(flat, errors, sys.stdout, read)
     elif args.output == "sarif":
         write_sarif(flat, errors, sys.stdout)
     else:
-        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write, scope=scope)
+        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write, scope=scope, read=read)
     if errors or any(r.status == "error" for r in flat):
         return 2
     return 1 if any(r.status in ("empty", "warning") for r in flat) else 0
