@@ -25,6 +25,8 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from exporter.sources import tls
+
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
@@ -176,14 +178,21 @@ def _error_body(exc: urllib.error.HTTPError) -> Any:
         return {"status": "error", "error": f"HTTP {exc.code} {exc.reason}"}
 
 
-def tls_context(ca_file: str = "", insecure_skip_verify: bool = False) -> ssl.SSLContext | None:
-    """The TLS settings of a Prometheus behind https: a private CA, or (for tests only) no verification."""
+def tls_context(
+    ca_file: str = "", insecure_skip_verify: bool = False, key: str = "cluster.watchdog.prometheus.tls.ca_file"
+) -> ssl.SSLContext | None:
+    """The TLS settings of a Prometheus behind https: a private CA, or (for tests only) no verification.
+    `key` names where `ca_file` was configured (the watchdog's key, its one user), for the error."""
     if not ca_file and not insecure_skip_verify:
         return None
     try:
-        context = ssl.create_default_context(cafile=ca_file or None)
-    except (OSError, ssl.SSLError) as exc:
-        raise PrometheusError(f"tls.ca_file {ca_file}: cannot load: {exc}") from exc
+        if ca_file:  # a first load that names the key and file on failure, as create_default_context does not
+            tls.load_ca(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), key, ca_file)
+        context = ssl.create_default_context(cafile=ca_file or None)  # that CA alone, as before
+    except tls.TlsFileError as exc:
+        raise PrometheusError(str(exc)) from exc
+    except (OSError, ssl.SSLError) as exc:  # the file changed in between
+        raise PrometheusError(f"{key} {ca_file}: cannot load: {exc}") from exc
     if insecure_skip_verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
