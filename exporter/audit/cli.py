@@ -16,6 +16,7 @@ must not pass). Kinds no check reads are skipped with a note on stderr.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -70,7 +71,7 @@ def read_manifests(args: list[str], stdin: TextIO, err: TextIO, default_namespac
         for path in [Path("-")] if arg == "-" else _files(arg):
             name = "<stdin>" if arg == "-" else str(path)
             try:
-                text = stdin.read() if arg == "-" else path.read_text(encoding="utf-8")
+                text = _stdin(stdin) if arg == "-" else path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 print(f"audit: {name}: cannot read: {getattr(exc, 'strerror', None) or exc}", file=err)
                 clean = False
@@ -82,6 +83,12 @@ def read_manifests(args: list[str], stdin: TextIO, err: TextIO, default_namespac
                 print(f"audit: {exc}", file=err)
                 clean = False
     return inv, clean
+
+
+def _stdin(stdin: TextIO | None) -> str:
+    if stdin is None:  # started with standard input closed (`<&-`)
+        raise OSError(errno.EBADF, "standard input is closed")
+    return stdin.read()
 
 
 def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
@@ -147,7 +154,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
         print(
             f"audit: no engine workload found ({len(inv.workloads)} Deployment/StatefulSet/LeaderWorkerSet read"
             f"{': ' + seen if seen else ''}{' …' if len(inv.workloads) > 5 else ''}; none runs an engine by its "
-            "image, command, ports, labels or the llm-exporter.io/scrape annotation); nothing audited",
+            "image, command, ports, labels or the llm-exporter.io/scrape annotation); nothing audited"
+            + ("" if clean else " (and the files named above could not be read)"),
             file=err,
         )
         return 2

@@ -9,6 +9,9 @@ from typing import Any
 import yaml
 
 from exporter.audit.model import Source
+from exporter.unrendered import hint
+
+RENDER = "`helm template <release> <chart> | llm-exporter audit -f -`"
 
 
 class ManifestError(Exception):
@@ -31,6 +34,18 @@ def documents(text: str, name: str) -> Iterator[Document]:
     except yaml.YAMLError as exc:
         raise ManifestError(f"{name}: not YAML: {exc}") from exc
     try:
+        yield from _documents(loader, name)
+    except ManifestError:
+        helm = hint(name, text, RENDER)
+        if helm is None:
+            raise
+        raise ManifestError(helm) from None
+    finally:
+        loader.dispose()
+
+
+def _documents(loader: yaml.SafeLoader, name: str) -> Iterator[Document]:
+    try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
@@ -49,8 +64,6 @@ def documents(text: str, name: str) -> Iterator[Document]:
         raise ManifestError(f"{where}: not YAML: {exc.problem or exc.context}") from exc
     except yaml.YAMLError as exc:
         raise ManifestError(f"{name}: not YAML: {exc}") from exc
-    finally:
-        loader.dispose()
 
 
 def _unpack(data: dict[str, Any], source: Source, name: str) -> Iterator[Document]:

@@ -21,8 +21,10 @@ import yaml
 
 from exporter.check import scrape, variables
 from exporter.check.scope import Cluster
+from exporter.unrendered import hint
 
 SUFFIXES = (".json", ".yaml", ".yml")
+RENDER = "`helm template <release> <chart> > rendered.yaml`, then check rendered.yaml"
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,8 @@ def load_documents(path: Path) -> list[Any]:
     try:
         return [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
     except (ValueError, yaml.YAMLError) as exc:
-        raise BadFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+        helm = hint(str(path), text, RENDER)
+        raise BadFileError(helm or f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
 
 
 def file_queries(

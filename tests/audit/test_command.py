@@ -88,6 +88,34 @@ def test_broken_yaml_is_named_and_the_rest_still_audited(tmp_path: Path) -> None
     assert "FAIL no-prestop" in out and str(good) in out
 
 
+def test_an_unrendered_helm_template_is_named_with_the_command_that_renders_it(tmp_path: Path) -> None:
+    (tmp_path / "deployment.yaml").write_text(
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include "vllm.fullname" . }}\n'
+        "spec:\n  replicas: {{ .Values.replicas }}\n"
+    )
+    rc, out, err = audit("-f", str(tmp_path / "deployment.yaml"))
+    assert (rc, out) == (2, "")
+    assert err.splitlines()[0] == (
+        f"audit: {tmp_path / 'deployment.yaml'}: an unrendered Helm template (line 4: name: {{{{ include "
+        '"vllm.fullname" . }}), not YAML; render it first: `helm template <release> <chart> | llm-exporter audit -f -`'
+    )
+    assert err.splitlines()[1].endswith("nothing audited (and the files named above could not be read)")
+
+
+def test_a_chart_folder_names_each_template(tmp_path: Path) -> None:
+    rc, _, err = audit("-f", str(ROOT / "charts"))
+    templates = sorted((ROOT / "charts").rglob("templates/*.yaml"))
+    named = sorted(line.split(": ")[1] for line in err.splitlines() if "an unrendered Helm template" in line)
+    assert rc == 2 and templates and named == [str(t) for t in templates]
+
+
+def test_closed_standard_input_is_named() -> None:
+    from exporter.audit.cli import read_manifests
+
+    _, clean = read_manifests(["-"], None, err := io.StringIO(), "default")  # type: ignore[arg-type]
+    assert (clean, err.getvalue()) == (False, "audit: <stdin>: cannot read: standard input is closed\n")
+
+
 def test_a_control_character_is_bad_yaml(tmp_path: Path) -> None:
     (tmp_path / "nul.yaml").write_text("apiVersion: v1\nkind: Service\x00\n")
     rc, _, err = audit("-f", str(tmp_path / "nul.yaml"))

@@ -45,6 +45,27 @@ def test_the_adapters_published_sample_is_reported_as_invalid_yaml() -> None:
         file_queries(path)
 
 
+def test_an_unrendered_helm_template_is_named_with_the_command_that_renders_it(tmp_path: Path) -> None:
+    path = tmp_path / "prometheusrule.yaml"
+    path.write_text(
+        "{{- if .Values.prometheusRule.enabled }}\napiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n"
+        "spec:\n  groups:\n  - name: {{ .Release.Name }}\n{{- end }}\n"
+    )
+    with pytest.raises(BadFileError) as raised:
+        file_queries(path)
+    assert str(raised.value) == (
+        f"{path}: an unrendered Helm template (line 1: {{{{- if .Values.prometheusRule.enabled }}}}), not YAML; "
+        "render it first: `helm template <release> <chart> > rendered.yaml`, then check rendered.yaml"
+    )
+
+
+def test_a_grafana_legend_is_no_helm_template(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text('legendFormat: "{{pod}}"\nexpr: [unclosed\n')
+    with pytest.raises(BadFileError, match=r"bad.yaml: not valid YAML: "):
+        file_queries(path)
+
+
 def test_derived_history_matches_its_source() -> None:
     if not history.SOURCE.exists():  # the per-release table lives in the source checkout
         pytest.fail(f"{history.SOURCE} is missing")
