@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+from exporter import hostile
 from exporter.audit import inventory, live, measured, report
 from exporter.audit.base import Measured
 from exporter.audit.inventory import Inventory
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE|DIR|-",
+        type=_file_argument,
         help="manifests to audit (YAML or JSON, multi-document, helm template / kustomize build output; a "
         "directory is read recursively; - reads stdin); without -f the live cluster is audited",
     )
@@ -51,14 +53,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--prometheus", metavar="URL", help="Prometheus with the exporter's series: measured thresholds"
     )
     parser.add_argument("--window", default="7d", help="range for request durations and tokens (%(default)s)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the cluster's lists")
+    parser.add_argument("--timeout", type=hostile.seconds, default=60.0, help="seconds to wait for the cluster's lists")
     parser.add_argument("--output", choices=("text", "json", "sarif"), default="text", help="report format")
     parser.add_argument("-v", "--verbose", action="store_true", help="text: list passing and n/a checks too")
 
 
+def _file_argument(text: str) -> str:
+    """A -f argument; an empty one is refused (Path("") is the working directory, searched whole)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty file name")
+    return text
+
+
 def _files(arg: str) -> Iterator[Path]:
     path = Path(arg)
-    if path.is_dir():
+    if hostile.is_dir(path):
         yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
     else:
         yield path
@@ -92,7 +101,8 @@ def _stdin(stdin: TextIO | None) -> str:
 
 
 def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
-    from exporter.sources.kube import KubeConfigError, connect
+    from exporter.collect import describe_pending
+    from exporter.sources.kube import KubeConfigError, Reflectors, connect
 
     try:
         api = connect(args.kubeconfig)
@@ -107,10 +117,8 @@ def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
     try:
         while not (views.synced() and pods.synced()):
             if time.monotonic() > deadline:
-                print(
-                    f"audit: the cluster did not list {', '.join(views.waiting()) or 'pods'} within {args.timeout:g} s",
-                    file=err,
-                )
+                pending = {**views.pending(), **Reflectors(pods=pods).pending()}
+                print(f"audit: within {args.timeout:g} s, still waiting for {describe_pending(pending)}", file=err)
                 return None
             time.sleep(0.05)
         inv = live.collect(views)

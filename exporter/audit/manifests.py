@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from exporter import hostile
 from exporter.audit.model import Source
 from exporter.unrendered import hint
 
@@ -64,6 +65,8 @@ def _documents(loader: yaml.SafeLoader, name: str) -> Iterator[Document]:
         raise ManifestError(f"{where}: not YAML: {exc.problem or exc.context}") from exc
     except yaml.YAMLError as exc:
         raise ManifestError(f"{name}: not YAML: {exc}") from exc
+    except hostile.BUILD_ERRORS as exc:
+        raise ManifestError(f"{name}: not YAML: {hostile.why(exc)}") from exc
 
 
 def _unpack(data: dict[str, Any], source: Source, name: str) -> Iterator[Document]:

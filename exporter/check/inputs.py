@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from exporter import hostile
 from exporter.check import scrape, variables
 from exporter.check.scope import Cluster
 from exporter.unrendered import hint
@@ -277,11 +278,15 @@ def load_documents(path: Path) -> list[Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadFileError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
         return [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
-    except (ValueError, yaml.YAMLError) as exc:
-        helm = hint(str(path), text, RENDER)
-        raise BadFileError(helm or f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {exc}") from exc
+    except hostile.BUILD_ERRORS as exc:
+        raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {hostile.why(exc)}") from exc
 
 
 def file_queries(
@@ -315,7 +320,7 @@ def expand(paths: list[Path]) -> list[Path]:
     """Files as given, and directories searched for dashboards and YAML."""
     out = []
     for path in paths:
-        if path.is_dir():
+        if hostile.is_dir(path):
             out.extend(sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()))
         else:
             out.append(path)

@@ -54,10 +54,12 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import urllib3
+import yaml
 from kubernetes import client
 from kubernetes import config as _config
 from kubernetes.client.exceptions import ApiException
 
+from exporter import hostile
 from exporter.sources.kube_failures import Failures
 
 log = logging.getLogger(__name__)
@@ -119,9 +121,10 @@ def connect(kubeconfig: str | None = None) -> Any:
                 config.load_incluster_config(client_configuration=configuration)
             except config.ConfigException:
                 config.load_kube_config(client_configuration=configuration)
-    except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+    except (config.ConfigException, OSError, TypeError, yaml.YAMLError, *hostile.BUILD_ERRORS) as exc:
         where = kubeconfig or "in-cluster or ~/.kube/config"
-        raise KubeConfigError(f"no Kubernetes configuration ({where}): {exc}") from exc
+        said = hostile.why(exc) if isinstance(exc, (LookupError, AttributeError, RecursionError)) else exc
+        raise KubeConfigError(f"no Kubernetes configuration ({where}): {said}") from exc
     # every watch holds one connection for its stream (the cluster role runs about twenty); the client's default
     # pool (5 per CPU) would discard the ones over it at each release and open new ones, TLS handshake and all
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE)

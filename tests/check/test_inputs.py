@@ -66,6 +66,28 @@ def test_a_grafana_legend_is_no_helm_template(tmp_path: Path) -> None:
         file_queries(path)
 
 
+HOSTILE = [
+    ("scalar.yaml", "a: !!bool x\n", "not valid YAML: KeyError: 'x'"),
+    ("index.yaml", "a: !!int ''\n", "not valid YAML: IndexError: string index out of range"),
+    (
+        "stamp.yaml",
+        "a: !!timestamp x\n",
+        "not valid YAML: AttributeError: 'NoneType' object has no attribute 'groupdict'",
+    ),
+    ("date.yaml", "a: 2001-13-45\n", "not valid YAML: ValueError: month must be in 1..12"),
+    ("deep.yaml", "[" * 5000, "not valid YAML: nested too deeply"),
+    ("deep.json", "[" * 100000, "not valid JSON: nested too deeply"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "error"), HOSTILE)
+def test_text_pyyaml_or_json_cannot_build_is_a_named_bad_file(tmp_path: Path, name: str, text: str, error: str) -> None:
+    (tmp_path / name).write_text(text)
+    with pytest.raises(BadFileError) as raised:
+        file_queries(tmp_path / name)
+    assert str(raised.value) == f"{tmp_path / name}: {error}"
+
+
 def test_derived_history_matches_its_source() -> None:
     if not history.SOURCE.exists():  # the per-release table lives in the source checkout
         pytest.fail(f"{history.SOURCE} is missing")

@@ -220,6 +220,35 @@ def test_from_on_files_without_queries_is_bad_input(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout.splitlines()[0]) == (2, "ERROR no PromQL queries found in the given files")
 
 
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("",), "argument FILES: an empty file name"),
+        (("--timeout", "inf"), "argument --timeout: 'inf': a number of seconds above 0 is expected"),
+        (("--timeout", "nan"), "argument --timeout: 'nan': a number of seconds above 0 is expected"),
+    ],
+)
+def test_arguments_that_would_read_everything_or_wait_forever_are_refused(args: tuple[str, ...], error: str) -> None:
+    done = run("--against", "vllm==0.33.0", *args)
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (2, f"llm-exporter check: error: {error}")
+
+
+def test_a_bearer_token_file_that_is_no_text_is_named(tmp_path: Path) -> None:
+    (tmp_path / "token").write_bytes(b"\xff\xfe")
+    done = run("--prometheus", "http://127.0.0.1:9", "--bearer-token-file", str(tmp_path / "token"), str(CORPUS))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"check: Prometheus http://127.0.0.1:9: --bearer-token-file {tmp_path / 'token'}: cannot read: 'utf-8' "
+        "codec can't decode byte 0xff in position 0: invalid start byte\n"
+    )
+
+
+def test_a_file_name_too_long_to_look_up_is_a_named_bad_file() -> None:
+    done = run("--against", "vllm==0.33.0", "9" * 300)
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[0] == f"ERROR {'9' * 300}: cannot read: File name too long"
+
+
 def test_prometheus_and_against_are_exclusive() -> None:
     done = run("--prometheus", "http://127.0.0.1:1", "--against", "vllm==0.33.0", str(CORPUS))
     assert done.returncode == 2 and "not both" in done.stderr
