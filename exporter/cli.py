@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from exporter import __version__, config, logs
 
@@ -264,23 +265,29 @@ def _command(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; its exit status. A reader that went away (`| head`) ends it with status 1.
+    """Run one command; its exit status. An output that cannot take what is written ends it with status 1:
+    a reader that went away (`| head`, said nothing: it has what it wanted), a full disk (said).
 
     1, not the shell's 141 for a SIGPIPE: the statuses stay 0 (done), 1 (done, something to act on or the
     output cut short) and 2 (bad input), and Python's recipe for a closed pipe does the same.
     """
-    closed = sys.stdout is None  # started with standard output closed (`>&-`): every write fails
-    if closed:
-        sys.stdout = _ClosedOutput()
+    given = sys.stdout
+    sys.stdout = _Output(_ClosedOutput() if given is None else given)  # `>&-`: every write fails
     try:
         status = _main(list(sys.argv[1:] if argv is None else argv))
-        sys.stdout.flush()  # the last buffered lines may meet the closed pipe only here
+        sys.stdout.flush()  # the last buffered lines may meet the closed pipe or the full disk only here
         return status
     except BrokenPipeError:
-        _discard_stdout()  # so that the flush at exit does not fail again
-        if closed:
+        _discard(given)  # so that the flush at exit does not fail again
+        if given is None:
             print("llm-exporter: standard output is closed: nothing written", file=sys.stderr)
         return 1
+    except OutputError as exc:
+        _discard(given)
+        print(f"llm-exporter: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    finally:
+        sys.stdout = given
 
 
 def _main(argv: list[str]) -> int:
@@ -292,6 +299,40 @@ def _main(argv: list[str]) -> int:
     return int(args.func(args))
 
 
+class OutputError(OSError):
+    """Standard output refused what was written (a full disk, an I/O error); not a closed pipe."""
+
+
+class _Output(io.TextIOBase):
+    """Standard output, its write errors told apart from those of the files a command reads and writes."""
+
+    def __init__(self, stream: TextIO | io.TextIOBase) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from exc
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+
 class _ClosedOutput(io.TextIOBase):
     """Standard output when the process started without one: a write fails as on a closed pipe."""
 
@@ -299,11 +340,14 @@ class _ClosedOutput(io.TextIOBase):
         raise BrokenPipeError(errno.EPIPE, "standard output is closed")
 
 
-def _discard_stdout() -> None:
-    """Point file descriptor 1 at /dev/null (Python's recipe for SIGPIPE): what is still buffered goes there."""
+def _discard(stream: TextIO | None) -> None:
+    """Point the stream's file descriptor at /dev/null (Python's recipe for SIGPIPE): what is still buffered
+    goes there, and the flush at exit cannot fail again."""
     try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (captured, or closed)
+        fd = stream.fileno() if stream is not None else -1
+    except (OSError, ValueError):  # a stream without a descriptor (captured)
+        return
+    if fd < 0:
         return
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fd)

@@ -55,6 +55,21 @@ def test_an_output_closed_from_the_start_is_said_once() -> None:
     assert (done.returncode, done.stderr) == (1, "llm-exporter: standard output is closed: nothing written\n")
 
 
+@pytest.mark.parametrize("args", [("mappings",), ("check", "--against", "vllm==0.10.1", str(CORPUS / "check_corpus"))])
+def test_a_full_disk_under_the_output_is_said(args: tuple[str, ...]) -> None:
+    with open("/dev/full", "w") as full:  # every write fails with ENOSPC, as on a full disk
+        done = subprocess.run(
+            [sys.executable, "-m", "exporter", *args],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+    assert (done.returncode, done.stderr) == (1, "llm-exporter: cannot write the output: No space left on device\n")
+
+
 def mappings(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = cli.main(["mappings", *args])
     out, err = capsys.readouterr()
