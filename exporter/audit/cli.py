@@ -73,7 +73,9 @@ def _files(arg: str) -> Iterator[Path]:
         yield path
 
 
-def read_manifests(args: list[str], stdin: TextIO, err: TextIO, default_namespace: str) -> tuple[Inventory, bool]:
+def read_manifests(
+    args: list[str], stdin: TextIO | None, err: TextIO, default_namespace: str
+) -> tuple[Inventory, bool]:
     """The inventory of every readable document; False when some file could not be read or parsed."""
     inv, clean = Inventory(), True
     for arg in args:
@@ -132,7 +134,14 @@ def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
         pods.stop()
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr, stdin: TextIO = sys.stdin) -> int:
+def run(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None, stdin: TextIO | None = None
+) -> int:
+    """The command; the streams default to the process's as they are when it runs (not when imported: a
+    stream closed at start is None, and `main` wraps standard output)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    stdin = sys.stdin if stdin is None else stdin
     clean = True
     if args.files:
         if args.prometheus or args.kubeconfig:

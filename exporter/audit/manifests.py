@@ -71,8 +71,11 @@ def _documents(loader: yaml.SafeLoader, name: str) -> Iterator[Document]:
 
 def _unpack(data: dict[str, Any], source: Source, name: str) -> Iterator[Document]:
     kind = str(data.get("kind") or "")
-    if kind == "List" or (kind.endswith("List") and isinstance(data.get("items"), list)):
-        for item in data.get("items") or []:
+    items = data.get("items")
+    if kind == "List" and items is not None and not isinstance(items, list):
+        raise ManifestError(f"{name}:{source.line}: a List whose items are not a list")
+    if kind == "List" or (kind.endswith("List") and isinstance(items, list)):
+        for item in items or []:
             if isinstance(item, dict):
                 yield Document(item, source)
         return

@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
             )
             prometheus.query("vector(1)")  # one clear error instead of one per query
             clusters = _clusters(prometheus, args.cluster_label, args.cluster)
-        except (OSError, PrometheusError) as exc:
+        except (OSError, PrometheusError, ValueError) as exc:  # ValueError: no URL ("http://[::1")
             print(f"check: Prometheus {args.prometheus}: {exc}", file=sys.stderr)
             return 2
     else:

@@ -303,10 +303,13 @@ def file_queries(
     recognised = False
     for i, doc in enumerate(docs):
         source = str(path) if len(docs) == 1 else f"{path} document {i + 1}"
-        queries = document_queries(doc, source, values, lookup, cluster=cluster)
-        if queries is not None:
-            recognised = True
-            found.extend(queries)
+        try:
+            queries = document_queries(doc, source, values, lookup, cluster=cluster)
+            if queries is not None:
+                recognised = True
+                found.extend(queries)
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a list or a number where a map is due
+            raise BadFileError(f"{source}: a {_kind(doc)} of an unexpected shape: {type(exc).__name__}: {exc}") from exc
     if not recognised:
         raise UnknownFileError(
             f"{path}: not a Grafana dashboard, Grafana alert rule file, Prometheus rule file, PrometheusRule, "
@@ -314,6 +317,11 @@ def file_queries(
             "ServiceMonitor/PodMonitor, or ConfigMap holding one"
         )
     return found
+
+
+def _kind(doc: Any) -> str:
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    return str(kind) if isinstance(kind, str) and kind else "document"
 
 
 def expand(paths: list[Path]) -> list[Path]:

@@ -108,8 +108,13 @@ class HttpPrometheus:
 
     def _call(self, path: str, form: list[tuple[str, str]] | None = None) -> Any:
         url = f"{self.base_url}{path}"
-        data = urllib.parse.urlencode(form).encode() if form is not None else None  # POST: long queries fit
-        request = urllib.request.Request(url, data=data, headers=self._headers)
+        try:
+            data = urllib.parse.urlencode(form).encode() if form is not None else None  # POST: long queries fit
+            request = urllib.request.Request(url, data=data, headers=self._headers)
+        except UnicodeEncodeError as exc:  # a byte of argv that is no UTF-8 (a surrogate): no query can carry it
+            raise PrometheusError(f"a query with {exc.object[exc.start : exc.end]!r}, which is not UTF-8 text") from exc
+        except ValueError as exc:  # "http://[::1": no URL
+            raise PrometheusError(f"{self.base_url}: not a URL ({exc})") from exc
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self._context) as response:
                 body = json.load(response)
@@ -150,8 +155,12 @@ class HttpPrometheus:
         return without_replicas(result, self.replica_labels) if isinstance(result, list) else []
 
     def label_values(self, label: str) -> list[str]:
-        path = f"/api/v1/label/{urllib.parse.quote(label)}/values"
-        data = self._call(path + "?" + urllib.parse.urlencode([("partial_response", "false"), *self._dedup()]))
+        query = [("partial_response", "false"), *self._dedup()]
+        try:
+            path = f"/api/v1/label/{urllib.parse.quote(label)}/values?{urllib.parse.urlencode(query)}"
+        except UnicodeEncodeError as exc:
+            raise PrometheusError(f"a label with {exc.object[exc.start : exc.end]!r}, which is not UTF-8 text") from exc
+        data = self._call(path)
         return [str(v) for v in data] if isinstance(data, list) else []
 
     def _dedup(self) -> list[tuple[str, str]]:
