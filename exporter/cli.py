@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import importlib.util
+import io
 import os
 import signal
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from exporter import __version__, config, logs
 
@@ -42,9 +45,21 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _mappings(args: argparse.Namespace) -> int:
-    from exporter.engines.table import render_table
+    from exporter.engines.registry import NAMES
+    from exporter.engines.table import UnknownReleaseError, render_table
 
-    print(render_table(args.version, markdown=args.markdown, engine=args.engine), end="")
+    engine = args.engine_name or args.engine or "vllm"
+    if engine not in NAMES:
+        print(f"llm-exporter mappings: no engine {engine!r}; one of {', '.join(NAMES)}", file=sys.stderr)
+        return 2
+    if args.engine_name and args.engine and args.engine != args.engine_name:
+        print(f"llm-exporter mappings: two engines given ({args.engine_name}, --engine {args.engine})", file=sys.stderr)
+        return 2
+    try:
+        print(render_table(args.version, markdown=args.markdown, engine=engine), end="")
+    except UnknownReleaseError as exc:
+        print(f"llm-exporter mappings: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -210,8 +225,11 @@ def _add_tool(sub: argparse._SubParsersAction[argparse.ArgumentParser], command:
     elif command == "mappings":
         from exporter.engines.registry import NAMES
 
-        p.add_argument("--engine", choices=NAMES, default="vllm", help="the engine (default: vllm)")
-        p.add_argument("--version", help="only this release of the engine (e.g. 0.9.2)")
+        p.add_argument("engine_name", nargs="?", metavar="ENGINE", help=f"the engine: {', '.join(NAMES)} (or --engine)")
+        p.add_argument("--engine", choices=NAMES, help="the engine (default: vllm)")
+        p.add_argument(
+            "--version", help="only this release of the engine (e.g. 0.9.2); one the table lacks is an error"
+        )
         p.add_argument("--markdown", action="store_true", help="a Markdown table")
         p.set_defaults(func=_mappings)
     elif command == "demo":
@@ -247,10 +265,90 @@ def _command(argv: Sequence[str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run one command; its exit status. An output that cannot take what is written ends it with status 1:
+    a reader that went away (`| head`, said nothing: it has what it wanted), a full disk (said).
+
+    1, not the shell's 141 for a SIGPIPE: the statuses stay 0 (done), 1 (done, something to act on or the
+    output cut short) and 2 (bad input), and Python's recipe for a closed pipe does the same.
+    """
+    given = sys.stdout
+    sys.stdout = _Output(_ClosedOutput() if given is None else given)  # `>&-`: every write fails
+    try:
+        status = _main(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # the last buffered lines may meet the closed pipe or the full disk only here
+        return status
+    except BrokenPipeError:
+        _discard(given)  # so that the flush at exit does not fail again
+        if given is None:
+            print("llm-exporter: standard output is closed: nothing written", file=sys.stderr)
+        return 1
+    except OutputError as exc:
+        _discard(given)
+        print(f"llm-exporter: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    finally:
+        sys.stdout = given
+
+
+def _main(argv: list[str]) -> int:
     if _command(argv) == "serve" and (error := _unknown_collector_flag(argv)):
         print(f"llm-exporter: {error}", file=sys.stderr)
         return 2
     args = parser(_command(argv)).parse_args(argv)
     logs.configure(args.log_level, args.log_format)
     return int(args.func(args))
+
+
+class OutputError(OSError):
+    """Standard output refused what was written (a full disk, an I/O error); not a closed pipe."""
+
+
+class _Output(io.TextIOBase):
+    """Standard output, its write errors told apart from those of the files a command reads and writes."""
+
+    def __init__(self, stream: TextIO | io.TextIOBase) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from exc
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output when the process started without one: a write fails as on a closed pipe."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "standard output is closed")
+
+
+def _discard(stream: TextIO | None) -> None:
+    """Point the stream's file descriptor at /dev/null (Python's recipe for SIGPIPE): what is still buffered
+    goes there, and the flush at exit cannot fail again."""
+    try:
+        fd = stream.fileno() if stream is not None else -1
+    except (OSError, ValueError):  # a stream without a descriptor (captured)
+        return
+    if fd < 0:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from exporter.catalogue import exporter_self
@@ -47,6 +47,26 @@ class ReadyCollector(Collector, Protocol):
     def ready(self) -> bool:
         """True once the collector's view is complete enough to serve (for example, first sync done)."""
         ...
+
+
+@runtime_checkable
+class PendingCollector(Protocol):
+    def pending(self) -> Mapping[str, str]:
+        """What readiness waits on: each resource whose first sync is pending -> why its last attempt failed
+        ("" while the first answer is simply awaited)."""
+        ...
+
+
+def describe_pending(pending: Mapping[str, str]) -> str:
+    """ "the first sync of nodes, pods (API server: 403 Forbidden on pods)" ("" when nothing is pending)."""
+    if not pending:
+        return ""
+    failed: dict[str, list[str]] = {}
+    for resource, why in pending.items():
+        if why:
+            failed.setdefault(why, []).append(resource)
+    answers = "; ".join(f"{why} on {', '.join(resources)}" for why, resources in failed.items())
+    return f"the first sync of {', '.join(pending)}" + (f" (API server: {answers})" if answers else "")
 
 
 @runtime_checkable
@@ -89,10 +109,28 @@ class CollectorSet:
         self._last_logged: dict[str, tuple[str, float]] = {}
         self._in_flight: dict[int, _Run] = {}  # id(collector) -> its run that went past a deadline
         self._timeouts: Counter[str] = Counter()
+        self._unavailable: dict[str, str] = {}  # collector -> why it was unavailable at its last run
         self._lock = threading.Lock()
 
     def ready(self) -> bool:
         return all(c.ready() for c in self.collectors if isinstance(c, ReadyCollector))
+
+    def waiting_for(self) -> str:
+        """What readiness waits on, in words ("" when ready): the resources whose first sync is pending, with
+        the API server's answer where it failed, then any other collector not ready, by name (and what it
+        said when last run)."""
+        pending: dict[str, str] = {}
+        others: list[str] = []
+        for collector in self.collectors:
+            if not isinstance(collector, ReadyCollector) or collector.ready():
+                continue
+            found = collector.pending() if isinstance(collector, PendingCollector) else {}
+            for resource, why in found.items():  # collectors share watches: one entry per resource
+                pending[resource] = pending.get(resource) or why
+            if not found:
+                said = self._unavailable.get(collector.name)
+                others.append(f"collector {collector.name}" + (f" ({said})" if said else ""))
+        return "; ".join(([describe_pending(pending)] if pending else []) + others)
 
     def start(self) -> None:
         for collector in self.collectors:
@@ -155,8 +193,10 @@ class CollectorSet:
             return False, False, waited
         took = run.finished - run.started
         if isinstance(run.error, CollectorUnavailable):
+            self._unavailable[name] = str(run.error)
             self._log(name, f"unavailable: {run.error}", logging.INFO)
             return False, True, took
+        self._unavailable.pop(name, None)
         if run.error is not None:
             exc = run.error
             self._log(name, f"failed: {type(exc).__name__}: {exc}", logging.ERROR, exc)

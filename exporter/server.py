@@ -6,7 +6,8 @@ while one runs wait for it and are served its result. Connections are bounded to
 past the bound a connection is closed at once and counted, so a storm costs threads, never memory.
 
 TLS and basic auth come from a web config file (exporter/webconfig.py), off by default. The probes
-/healthz and /readyz answer without credentials (kubelet probes carry none, and they reveal nothing);
+/healthz and /readyz answer without credentials (kubelet probes carry none, and they reveal no secret: /readyz
+names what it waits for, the resources whose first sync is pending and the API server's status for them);
 TLS, when on, covers every path. The TLS handshake runs in the connection's thread, not the accept loop,
 so a client that stalls mid-handshake cannot block others.
 """
@@ -194,10 +195,11 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/healthz":
             self._send(HTTPStatus.OK, "ok\n")
         elif path == "/readyz":
-            if scraper.collectors.ready():
+            waiting = scraper.collectors.waiting_for()
+            if not waiting:
                 self._send(HTTPStatus.OK, "ready\n")
-            else:
-                self._send(HTTPStatus.SERVICE_UNAVAILABLE, "not ready: waiting for the first sync\n")
+            else:  # what it waits for, never a credential: the probe's answer is public
+                self._send(HTTPStatus.SERVICE_UNAVAILABLE, f"not ready: waiting for {waiting}\n")
         elif path == "/":
             landing = LANDING.format(role=scraper.role, metrics=self.server.telemetry_path)
             self._send(HTTPStatus.OK, landing, "text/html; charset=utf-8")

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from exporter.collect import CollectorUnavailable
+from exporter.collect import CollectorUnavailable, describe_pending
 from exporter.sources.kube import Reflectors
 
 T = TypeVar("T")
@@ -42,11 +42,16 @@ class Watching:
     def ready(self) -> bool:
         return not self._reflectors.waiting(self.required)
 
+    def pending(self) -> dict[str, str]:
+        """The reflectors readiness waits on, each with why its last attempt failed ("": none failed)."""
+        return self._reflectors.pending(self.required)
+
     def wait_for_first_lists(self) -> None:
-        """Raise `CollectorUnavailable` naming every reflector whose first full list has not arrived."""
-        waiting = self._reflectors.waiting(self.required)
-        if waiting:
-            raise CollectorUnavailable(f"waiting for the first full list of {', '.join(waiting)}")
+        """Raise `CollectorUnavailable` naming every reflector whose first full list has not arrived, and the
+        API server's answer where it refused or could not be reached."""
+        pending = self.pending()
+        if pending:
+            raise CollectorUnavailable(f"waiting for {describe_pending(pending)}")
 
     def listen_all(self, callback: Callable[[], None]) -> None:
         """`callback` after every change of any of the reflectors' records (from their threads)."""

@@ -21,6 +21,7 @@ change (cert-manager rotates them in place), so a rotation needs no restart.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import ssl
 import threading
@@ -33,6 +34,7 @@ from typing import Annotated, ClassVar
 
 import bcrypt
 
+from exporter.sources import tls
 from exporter.typed_loader import Check, ConfigError, Loader, read_text, read_yaml
 
 CLIENT_AUTH = {
@@ -51,6 +53,8 @@ VERSIONS = {"TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
 # headers the server itself sets: a config must not override them (exporter-toolkit refuses them too)
 RESERVED_HEADERS = {"authorization", "content-length", "content-type", "www-authenticate", "connection"}
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class TlsConfig:
@@ -65,14 +69,15 @@ class TlsConfig:
         return (self.cert_file, self.key_file) + ((self.client_ca_file,) if self.client_ca_file else ())
 
     def build_context(self) -> ssl.SSLContext:
-        """A server context from the files as they are now. Raises OSError or ssl.SSLError."""
+        """A server context from the files as they are now. Raises TlsFileError naming the key and file."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = self.min_version
         context.maximum_version = self.max_version
-        context.load_cert_chain(self.cert_file, self.key_file)
+        section = "tls_server_config"
+        tls.load_pair(context, f"{section}.cert_file", self.cert_file, f"{section}.key_file", self.key_file)
         context.verify_mode = self.client_auth
         if self.client_ca_file is not None:
-            context.load_verify_locations(cafile=self.client_ca_file)
+            tls.load_ca(context, f"{section}.client_ca_file", self.client_ca_file)
         return context
 
 
@@ -89,8 +94,8 @@ def load(path: str | Path) -> WebConfig:
     if web.tls is not None:
         try:
             web.tls.build_context()
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError([f"tls_server_config: cannot load the certificate, key or CA: {exc}"]) from exc
+        except tls.TlsFileError as exc:
+            raise ConfigError([f"{path}: {exc}"]) from exc
     return web
 
 
@@ -204,11 +209,12 @@ def parse(text: str, base: Path = Path("."), source: str = "<web config>") -> We
 class TlsContexts:
     """The current SSLContext, rebuilt when the certificate, key or CA file changes on disk."""
 
-    def __init__(self, tls: TlsConfig) -> None:
-        self._tls = tls
+    def __init__(self, config: TlsConfig) -> None:
+        self._tls = config
         self._lock = threading.Lock()
         self._stamp = self._stat()
-        self._context = tls.build_context()
+        self._failed: tuple[tuple[int, int], ...] | None = None  # the files' state last found unloadable
+        self._context = config.build_context()
 
     def _stat(self) -> tuple[tuple[int, int], ...]:
         stamps = []
@@ -226,8 +232,12 @@ class TlsContexts:
             if stamp != self._stamp:
                 try:
                     self._context = self._tls.build_context()
-                except (OSError, ssl.SSLError):
-                    pass  # a rotation half-written: keep serving the old pair, retry at the next connection
+                except tls.TlsFileError as exc:
+                    # a rotation half-written: keep serving the old pair, retry at the next connection; said
+                    # once per state of the files, not at every connection
+                    if stamp != self._failed:
+                        self._failed = stamp
+                        log.warning("TLS files changed but cannot be loaded, serving the previous ones: %s", exc)
                 else:
                     self._stamp = stamp
             return self._context

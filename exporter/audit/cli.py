@@ -16,12 +16,14 @@ must not pass). Kinds no check reads are skipped with a note on stderr.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
+from exporter import hostile
 from exporter.audit import inventory, live, measured, report
 from exporter.audit.base import Measured
 from exporter.audit.inventory import Inventory
@@ -41,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE|DIR|-",
+        type=_file_argument,
         help="manifests to audit (YAML or JSON, multi-document, helm template / kustomize build output; a "
         "directory is read recursively; - reads stdin); without -f the live cluster is audited",
     )
@@ -50,27 +53,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--prometheus", metavar="URL", help="Prometheus with the exporter's series: measured thresholds"
     )
     parser.add_argument("--window", default="7d", help="range for request durations and tokens (%(default)s)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the cluster's lists")
+    parser.add_argument("--timeout", type=hostile.seconds, default=60.0, help="seconds to wait for the cluster's lists")
     parser.add_argument("--output", choices=("text", "json", "sarif"), default="text", help="report format")
     parser.add_argument("-v", "--verbose", action="store_true", help="text: list passing and n/a checks too")
 
 
+def _file_argument(text: str) -> str:
+    """A -f argument; an empty one is refused (Path("") is the working directory, searched whole)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty file name")
+    return text
+
+
 def _files(arg: str) -> Iterator[Path]:
     path = Path(arg)
-    if path.is_dir():
+    if hostile.is_dir(path):
         yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
     else:
         yield path
 
 
-def read_manifests(args: list[str], stdin: TextIO, err: TextIO, default_namespace: str) -> tuple[Inventory, bool]:
+def read_manifests(
+    args: list[str], stdin: TextIO | None, err: TextIO, default_namespace: str
+) -> tuple[Inventory, bool]:
     """The inventory of every readable document; False when some file could not be read or parsed."""
     inv, clean = Inventory(), True
     for arg in args:
         for path in [Path("-")] if arg == "-" else _files(arg):
             name = "<stdin>" if arg == "-" else str(path)
             try:
-                text = stdin.read() if arg == "-" else path.read_text(encoding="utf-8")
+                text = _stdin(stdin) if arg == "-" else path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 print(f"audit: {name}: cannot read: {getattr(exc, 'strerror', None) or exc}", file=err)
                 clean = False
@@ -84,8 +96,15 @@ def read_manifests(args: list[str], stdin: TextIO, err: TextIO, default_namespac
     return inv, clean
 
 
+def _stdin(stdin: TextIO | None) -> str:
+    if stdin is None:  # started with standard input closed (`<&-`)
+        raise OSError(errno.EBADF, "standard input is closed")
+    return stdin.read()
+
+
 def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
-    from exporter.sources.kube import KubeConfigError, connect
+    from exporter.collect import describe_pending
+    from exporter.sources.kube import KubeConfigError, Reflectors, connect
 
     try:
         api = connect(args.kubeconfig)
@@ -100,10 +119,8 @@ def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
     try:
         while not (views.synced() and pods.synced()):
             if time.monotonic() > deadline:
-                print(
-                    f"audit: the cluster did not list {', '.join(views.waiting()) or 'pods'} within {args.timeout:g} s",
-                    file=err,
-                )
+                pending = {**views.pending(), **Reflectors(pods=pods).pending()}
+                print(f"audit: within {args.timeout:g} s, still waiting for {describe_pending(pending)}", file=err)
                 return None
             time.sleep(0.05)
         inv = live.collect(views)
@@ -117,7 +134,14 @@ def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
         pods.stop()
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr, stdin: TextIO = sys.stdin) -> int:
+def run(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None, stdin: TextIO | None = None
+) -> int:
+    """The command; the streams default to the process's as they are when it runs (not when imported: a
+    stream closed at start is None, and `main` wraps standard output)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    stdin = sys.stdin if stdin is None else stdin
     clean = True
     if args.files:
         if args.prometheus or args.kubeconfig:
@@ -147,7 +171,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
         print(
             f"audit: no engine workload found ({len(inv.workloads)} Deployment/StatefulSet/LeaderWorkerSet read"
             f"{': ' + seen if seen else ''}{' …' if len(inv.workloads) > 5 else ''}; none runs an engine by its "
-            "image, command, ports, labels or the llm-exporter.io/scrape annotation); nothing audited",
+            "image, command, ports, labels or the llm-exporter.io/scrape annotation); nothing audited"
+            + ("" if clean else " (and the files named above could not be read)"),
             file=err,
         )
         return 2

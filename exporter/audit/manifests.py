@@ -8,7 +8,11 @@ from typing import Any
 
 import yaml
 
+from exporter import hostile
 from exporter.audit.model import Source
+from exporter.unrendered import hint
+
+RENDER = "`helm template <release> <chart> | llm-exporter audit -f -`"
 
 
 class ManifestError(Exception):
@@ -31,6 +35,18 @@ def documents(text: str, name: str) -> Iterator[Document]:
     except yaml.YAMLError as exc:
         raise ManifestError(f"{name}: not YAML: {exc}") from exc
     try:
+        yield from _documents(loader, name)
+    except ManifestError:
+        helm = hint(name, text, RENDER)
+        if helm is None:
+            raise
+        raise ManifestError(helm) from None
+    finally:
+        loader.dispose()
+
+
+def _documents(loader: yaml.SafeLoader, name: str) -> Iterator[Document]:
+    try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
@@ -49,14 +65,17 @@ def documents(text: str, name: str) -> Iterator[Document]:
         raise ManifestError(f"{where}: not YAML: {exc.problem or exc.context}") from exc
     except yaml.YAMLError as exc:
         raise ManifestError(f"{name}: not YAML: {exc}") from exc
-    finally:
-        loader.dispose()
+    except hostile.BUILD_ERRORS as exc:
+        raise ManifestError(f"{name}: not YAML: {hostile.why(exc)}") from exc
 
 
 def _unpack(data: dict[str, Any], source: Source, name: str) -> Iterator[Document]:
     kind = str(data.get("kind") or "")
-    if kind == "List" or (kind.endswith("List") and isinstance(data.get("items"), list)):
-        for item in data.get("items") or []:
+    items = data.get("items")
+    if kind == "List" and items is not None and not isinstance(items, list):
+        raise ManifestError(f"{name}:{source.line}: a List whose items are not a list")
+    if kind == "List" or (kind.endswith("List") and isinstance(items, list)):
+        for item in items or []:
             if isinstance(item, dict):
                 yield Document(item, source)
         return

@@ -20,15 +20,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from exporter import hostile
 from exporter.bundle.cluster import DEFAULT_LABEL, label_name
 from exporter.check import scrape
 from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
 from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
-from exporter.check.report import write_json, write_sarif, write_text
+from exporter.check.report import Read, write_json, write_sarif, write_text
 from exporter.check.scope import Cluster, ClusterScoped, add_replica_label
-from exporter.sources.prometheus import HttpPrometheus, PrometheusError
+from exporter.sources.prometheus import HttpPrometheus, PrometheusError, read_secret
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ("dashboards", "alerts/llm-exporter.rules.yaml")  # checked when no FILES are given
@@ -55,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "files",
         nargs="*",
-        type=Path,
+        type=file_name,
         metavar="FILES",
         help="Grafana dashboards and alert rules, rule files, PrometheusRules, KEDA ScaledObjects/ScaledJobs, "
         "prometheus-adapter configs, ConfigMaps holding them, Prometheus configs and ServiceMonitors/PodMonitors "
@@ -82,14 +83,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_replica_label(parser)
     parser.add_argument("--lookback", default="7d", help="how far back a metric counts as present (%(default)s)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="per-query timeout, seconds (%(default)s)")
-    parser.add_argument("--bearer-token-file", type=Path, help="a file holding the bearer token for Prometheus")
+    parser.add_argument(
+        "--timeout", type=hostile.seconds, default=30.0, help="per-query timeout, seconds (%(default)s)"
+    )
+    parser.add_argument("--bearer-token-file", type=file_name, help="a file holding the bearer token for Prometheus")
     parser.add_argument(
         "--output", choices=("text", "json", "sarif"), default="text", help="report format (%(default)s)"
     )
     parser.add_argument("--fix", action="store_true", help="print each fixable query rewritten to its successor")
     parser.add_argument("--write", action="store_true", help="rewrite the fixable queries in the files in place")
     parser.add_argument("-v", "--verbose", action="store_true", help="list the queries that returned data too")
+
+
+def file_name(text: str) -> Path:
+    """A file argument; an empty one is refused (Path("") is the working directory, searched whole)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty file name")
+    return Path(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,13 +127,13 @@ def run(args: argparse.Namespace) -> int:
     before: dict[str, Target] = {}
     if args.prometheus:
         try:
-            token = args.bearer_token_file.read_text().strip() if args.bearer_token_file else ""
+            token = read_secret(args.bearer_token_file, "--bearer-token-file") if args.bearer_token_file else ""
             prometheus = HttpPrometheus(
                 args.prometheus, timeout=args.timeout, bearer_token=token, replica_labels=args.replica_label
             )
             prometheus.query("vector(1)")  # one clear error instead of one per query
             clusters = _clusters(prometheus, args.cluster_label, args.cluster)
-        except (OSError, PrometheusError) as exc:
+        except (OSError, PrometheusError, ValueError) as exc:  # ValueError: no URL ("http://[::1")
             print(f"check: Prometheus {args.prometheus}: {exc}", file=sys.stderr)
             return 2
     else:
@@ -133,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         except TargetError as exc:
             print(f"check: {exc}", file=sys.stderr)
             return 2
-    explicit = {p for p in paths if not p.is_dir()}
+    explicit = {p for p in paths if not hostile.is_dir(p)}
     errors: list[str] = []
     by_file: dict[Path, list[Query]] = {}
     scopes: dict[Path, list[Cluster | None]] = {}  # per query: the cluster it is checked as
@@ -153,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
         except BadFileError as exc:
             errors.append(str(exc))
     scope = ""
+    read: Read | None = None  # None: what the results list is all that was read
     if prometheus is not None:
         checker = Checker(prometheus, lookback=args.lookback)
         scoped = {c: Checker(ClusterScoped(prometheus, c), lookback=args.lookback) for c in clusters}
@@ -169,20 +180,23 @@ def run(args: argparse.Namespace) -> int:
         results = {path: [offline.check(q) for q in queries] for path, queries in by_file.items()}
         scope = f"on {offline.describe()}"
         if before:
+            judged = Read.of([r for rs in results.values() for r in rs], len(by_file))
+            read = replace(judged, upgrade=True)
             old = OfflineChecker({**against, **before}.values(), converting, recorded)
             results = {path: _broken(old, rs) for path, rs in results.items()}
             scope = f"broken by the upgrade from {old.describe()} to {offline.describe()}"
     flat = [r for rs in results.values() for r in rs]
-    if not flat and not errors and not before:
+    read = read or Read.of(flat, len(by_file))
+    if not read.queries and not errors:
         errors.append("no PromQL queries found in the given files")
     if args.write:
         errors.extend(_write(results))
     if args.output == "json":
-        write_json(flat, errors, sys.stdout)
+        write_json(flat, errors, sys.stdout, read)
     elif args.output == "sarif":
         write_sarif(flat, errors, sys.stdout)
     else:
-        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write, scope=scope)
+        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write, scope=scope, read=read)
     if errors or any(r.status == "error" for r in flat):
         return 2
     return 1 if any(r.status in ("empty", "warning") for r in flat) else 0

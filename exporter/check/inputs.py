@@ -19,10 +19,13 @@ from typing import Any
 
 import yaml
 
+from exporter import hostile
 from exporter.check import scrape, variables
 from exporter.check.scope import Cluster
+from exporter.unrendered import hint
 
 SUFFIXES = (".json", ".yaml", ".yml")
+RENDER = "`helm template <release> <chart> > rendered.yaml`, then check rendered.yaml"
 
 
 @dataclass(frozen=True)
@@ -275,10 +278,15 @@ def load_documents(path: Path) -> list[Any]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadFileError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
         return [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
-    except (ValueError, yaml.YAMLError) as exc:
-        raise BadFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {exc}") from exc
+    except hostile.BUILD_ERRORS as exc:
+        raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {hostile.why(exc)}") from exc
 
 
 def file_queries(
@@ -295,10 +303,13 @@ def file_queries(
     recognised = False
     for i, doc in enumerate(docs):
         source = str(path) if len(docs) == 1 else f"{path} document {i + 1}"
-        queries = document_queries(doc, source, values, lookup, cluster=cluster)
-        if queries is not None:
-            recognised = True
-            found.extend(queries)
+        try:
+            queries = document_queries(doc, source, values, lookup, cluster=cluster)
+            if queries is not None:
+                recognised = True
+                found.extend(queries)
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a list or a number where a map is due
+            raise BadFileError(f"{source}: a {_kind(doc)} of an unexpected shape: {type(exc).__name__}: {exc}") from exc
     if not recognised:
         raise UnknownFileError(
             f"{path}: not a Grafana dashboard, Grafana alert rule file, Prometheus rule file, PrometheusRule, "
@@ -308,11 +319,16 @@ def file_queries(
     return found
 
 
+def _kind(doc: Any) -> str:
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    return str(kind) if isinstance(kind, str) and kind else "document"
+
+
 def expand(paths: list[Path]) -> list[Path]:
     """Files as given, and directories searched for dashboards and YAML."""
     out = []
     for path in paths:
-        if path.is_dir():
+        if hostile.is_dir(path):
             out.extend(sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES and p.is_file()))
         else:
             out.append(path)

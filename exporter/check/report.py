@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,10 +38,25 @@ def counts(results: Sequence[Result]) -> dict[str, int]:
     return {s: sum(r.status == s for r in results) for s in LABELS}
 
 
-def write_json(results: Sequence[Result], errors: Sequence[str], out: TextIO) -> None:
-    json.dump(
-        {"results": [record(r) for r in results], "errors": list(errors), "counts": counts(results)}, out, indent=1
-    )
+@dataclass(frozen=True)
+class Read:
+    """What was read and judged, whatever the report lists (with `upgrade`, only what the upgrade breaks)."""
+
+    queries: int
+    files: int
+    judged: int  # the queries a table or Prometheus could answer for: not "not judged"
+    upgrade: bool = False
+
+    @classmethod
+    def of(cls, results: Sequence[Result], files: int) -> Read:
+        return cls(len(results), files, sum(r.status != "unjudged" for r in results))
+
+
+def write_json(results: Sequence[Result], errors: Sequence[str], out: TextIO, read: Read | None = None) -> None:
+    read = read or Read.of(results, len({r.query.source for r in results}))
+    report = {"results": [record(r) for r in results], "errors": list(errors), "counts": counts(results)}
+    report["read"] = {"queries": read.queries, "files": read.files, "judged": read.judged}
+    json.dump(report, out, indent=1)
     out.write("\n")
 
 
@@ -51,6 +67,7 @@ def write_text(
     verbose: bool = False,
     fixes: bool = False,
     scope: str = "",
+    read: Read | None = None,
 ) -> None:
     for error in errors:
         print(f"ERROR {error}", file=out)
@@ -64,17 +81,27 @@ def write_text(
             print(f"      - {reason}", file=out)
         if fixes and r.fix is not None:
             print(f"      fix: {r.fix}", file=out)
+    read = read or Read.of(results, len({r.query.source for r in results}))
+    print(summary(results, errors, read, scope), file=out)
+
+
+def summary(results: Sequence[Result], errors: Sequence[str], read: Read, scope: str) -> str:
+    """The last line: how many queries of how many files were read and judged, then what was found."""
     n = counts(results)
-    files = len({r.query.source for r in results})
-    print(
-        f"{len(results)} queries in {files} files: {n['ok']} ok, {n['empty']} empty, "
-        f"{n['error']} errors, {n['allowed']} empty as expected"
-        + (f", {n['warning']} warnings" if n["warning"] else "")
-        + (f", {n['unjudged']} not judged" if n["unjudged"] else "")
-        + (f" {scope}" if scope else "")
-        + (f"; {len(errors)} files not checked" if errors else ""),
-        file=out,
-    )
+    head = f"{read.queries} queries in {read.files} files"
+    if read.upgrade:  # the results are only those the upgrade breaks: say what they are a part of
+        unjudged = read.queries - read.judged
+        kinds = [f"{n['empty']} empty"] + ([f"{n['warning']} warnings"] if n["warning"] else [])
+        found = f"{len(results)} {scope} ({', '.join(kinds)})" if results else f"none {scope}"
+        line = f"{head}: {read.judged} judged" + (f", {unjudged} not judged" if unjudged else "") + f"; {found}"
+    else:
+        line = (
+            f"{head}: {n['ok']} ok, {n['empty']} empty, {n['error']} errors, {n['allowed']} empty as expected"
+            + (f", {n['warning']} warnings" if n["warning"] else "")
+            + (f", {n['unjudged']} not judged" if n["unjudged"] else "")
+            + (f" {scope}" if scope else "")
+        )
+    return line + (f"; {len(errors)} files not checked" if errors else "")
 
 
 RULES = (

@@ -54,11 +54,17 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import urllib3
+import yaml
 from kubernetes import client
 from kubernetes import config as _config
 from kubernetes.client.exceptions import ApiException
 
+from exporter import hostile
+from exporter.sources.kube_failures import Failures
+
 log = logging.getLogger(__name__)
+# urllib3 warns at each of its own quick retries of a connection: the reflectors say an outage once themselves
+logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 config: Any = _config  # the config loaders carry no type hints
 
@@ -115,9 +121,10 @@ def connect(kubeconfig: str | None = None) -> Any:
                 config.load_incluster_config(client_configuration=configuration)
             except config.ConfigException:
                 config.load_kube_config(client_configuration=configuration)
-    except (config.ConfigException, OSError, ValueError, TypeError) as exc:
+    except (config.ConfigException, OSError, TypeError, yaml.YAMLError, *hostile.BUILD_ERRORS) as exc:
         where = kubeconfig or "in-cluster or ~/.kube/config"
-        raise KubeConfigError(f"no Kubernetes configuration ({where}): {exc}") from exc
+        said = hostile.why(exc) if isinstance(exc, (LookupError, AttributeError, RecursionError)) else exc
+        raise KubeConfigError(f"no Kubernetes configuration ({where}): {said}") from exc
     # every watch holds one connection for its stream (the cluster role runs about twenty); the client's default
     # pool (5 per CPU) would discard the ones over it at each release and open new ones, TLS handshake and all
     configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE)
@@ -264,6 +271,8 @@ class Reflector(Generic[T]):
         self._last_sync: float | None = None
         self._listed_at = 0.0
         self._lists = self._watch_restarts = self._errors = 0
+        host = getattr(getattr(api, "configuration", None), "host", "") or "the API server"
+        self._failures = Failures(resource, str(host))
 
     # -- public interface -----------------------------------------------------------------------------
     @property
@@ -328,6 +337,10 @@ class Reflector(Generic[T]):
     def stats(self) -> ReflectorStats:
         return ReflectorStats(len(self._items), max(0, self._lists - 1), self._watch_restarts, self._errors)
 
+    def failure(self) -> str:
+        """Why the last list or watch failed ("403 Forbidden"), "" once one has succeeded since."""
+        return self._failures.short
+
     # -- the loop -------------------------------------------------------------------------------------
     def _run(self) -> None:
         backoff = self._backoff_initial
@@ -349,18 +362,18 @@ class Reflector(Generic[T]):
                     self._rv = None
                     continue
                 if self._optional and exc.status in (403, 404) and self._rv is None:
-                    log.info("%s: not available (%s); treating as empty", self.resource, exc.status)
                     self._store_list({}, None)
+                    self._failures.absent(exc)  # after the store, which clears it
                     self._stop.wait(self._optional_retry)
                     continue
-                log.warning("%s: API error %s %s", self.resource, exc.status, exc.reason)
+                self._failures.failed(exc)
             except (urllib3.exceptions.HTTPError, OSError, ValueError, _WatchError) as exc:
                 if self._stop.is_set():
                     break
                 self._errors += 1
                 if self._rv is not None:
                     self._watch_restarts += 1
-                log.warning("%s: %s: %s (retrying in %.1fs)", self.resource, type(exc).__name__, exc, backoff)
+                self._failures.failed(exc)
             self._stop.wait(backoff * (0.5 + random.random() / 2))  # jitter: many exporters, one API server
             backoff = min(backoff * 2, self._backoff_max)
 
@@ -497,6 +510,8 @@ class Reflector(Generic[T]):
 
     def _touch(self) -> None:
         self._last_sync = time.time()
+        if self._failures.last is not None:  # an answer: the failure said before is over
+            self._failures.answered()
 
 
 def _put(items: dict[str, Any], key: str, value: Any) -> bool:
@@ -559,6 +574,9 @@ class ReflectorView(Generic[T]):
         s = self._reflector.stats()
         return ReflectorStats(len(self.items_), s.relists, s.watch_restarts, s.errors)
 
+    def failure(self) -> str:
+        return self._reflector.failure()
+
 
 class Mirror(Protocol[T]):
     """What collectors read of a `Reflector` or a `ReflectorView`."""
@@ -573,6 +591,7 @@ class Mirror(Protocol[T]):
     def values(self) -> list[T]: ...
     def last_sync_timestamp(self) -> float | None: ...
     def stats(self) -> ReflectorStats: ...
+    def failure(self) -> str: ...
     def listen(self, callback: Callable[[], None]) -> None: ...
 
 
@@ -644,5 +663,9 @@ class Reflectors(dict[str, "Mirror[Any]"]):
 
     def waiting(self, names: Iterable[str] | None = None) -> list[str]:
         """The names (of `names`, default all) of the reflectors whose first full list has not arrived yet."""
+        return list(self.pending(names))
+
+    def pending(self, names: Iterable[str] | None = None) -> dict[str, str]:
+        """`waiting`, each with why its last attempt failed ("": none failed, the first answer is awaited)."""
         chosen = self if names is None else {n: self[n] for n in names if n in self}
-        return [name for name, r in chosen.items() if not r.synced()]
+        return {name: r.failure() for name, r in chosen.items() if not r.synced()}

@@ -25,6 +25,8 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from exporter.sources import tls
+
 DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
@@ -106,8 +108,13 @@ class HttpPrometheus:
 
     def _call(self, path: str, form: list[tuple[str, str]] | None = None) -> Any:
         url = f"{self.base_url}{path}"
-        data = urllib.parse.urlencode(form).encode() if form is not None else None  # POST: long queries fit
-        request = urllib.request.Request(url, data=data, headers=self._headers)
+        try:
+            data = urllib.parse.urlencode(form).encode() if form is not None else None  # POST: long queries fit
+            request = urllib.request.Request(url, data=data, headers=self._headers)
+        except UnicodeEncodeError as exc:  # a byte of argv that is no UTF-8 (a surrogate): no query can carry it
+            raise PrometheusError(f"a query with {exc.object[exc.start : exc.end]!r}, which is not UTF-8 text") from exc
+        except ValueError as exc:  # "http://[::1": no URL
+            raise PrometheusError(f"{self.base_url}: not a URL ({exc})") from exc
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self._context) as response:
                 body = json.load(response)
@@ -148,8 +155,12 @@ class HttpPrometheus:
         return without_replicas(result, self.replica_labels) if isinstance(result, list) else []
 
     def label_values(self, label: str) -> list[str]:
-        path = f"/api/v1/label/{urllib.parse.quote(label)}/values"
-        data = self._call(path + "?" + urllib.parse.urlencode([("partial_response", "false"), *self._dedup()]))
+        query = [("partial_response", "false"), *self._dedup()]
+        try:
+            path = f"/api/v1/label/{urllib.parse.quote(label)}/values?{urllib.parse.urlencode(query)}"
+        except UnicodeEncodeError as exc:
+            raise PrometheusError(f"a label with {exc.object[exc.start : exc.end]!r}, which is not UTF-8 text") from exc
+        data = self._call(path)
         return [str(v) for v in data] if isinstance(data, list) else []
 
     def _dedup(self) -> list[tuple[str, str]]:
@@ -176,14 +187,21 @@ def _error_body(exc: urllib.error.HTTPError) -> Any:
         return {"status": "error", "error": f"HTTP {exc.code} {exc.reason}"}
 
 
-def tls_context(ca_file: str = "", insecure_skip_verify: bool = False) -> ssl.SSLContext | None:
-    """The TLS settings of a Prometheus behind https: a private CA, or (for tests only) no verification."""
+def tls_context(
+    ca_file: str = "", insecure_skip_verify: bool = False, key: str = "cluster.watchdog.prometheus.tls.ca_file"
+) -> ssl.SSLContext | None:
+    """The TLS settings of a Prometheus behind https: a private CA, or (for tests only) no verification.
+    `key` names where `ca_file` was configured (the watchdog's key, its one user), for the error."""
     if not ca_file and not insecure_skip_verify:
         return None
     try:
-        context = ssl.create_default_context(cafile=ca_file or None)
-    except (OSError, ssl.SSLError) as exc:
-        raise PrometheusError(f"tls.ca_file {ca_file}: cannot load: {exc}") from exc
+        if ca_file:  # a first load that names the key and file on failure, as create_default_context does not
+            tls.load_ca(ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), key, ca_file)
+        context = ssl.create_default_context(cafile=ca_file or None)  # that CA alone, as before
+    except tls.TlsFileError as exc:
+        raise PrometheusError(str(exc)) from exc
+    except (OSError, ssl.SSLError) as exc:  # the file changed in between
+        raise PrometheusError(f"{key} {ca_file}: cannot load: {exc}") from exc
     if insecure_skip_verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

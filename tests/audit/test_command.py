@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from exporter.cli import parser
@@ -88,6 +89,62 @@ def test_broken_yaml_is_named_and_the_rest_still_audited(tmp_path: Path) -> None
     assert "FAIL no-prestop" in out and str(good) in out
 
 
+def test_an_unrendered_helm_template_is_named_with_the_command_that_renders_it(tmp_path: Path) -> None:
+    (tmp_path / "deployment.yaml").write_text(
+        'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ include "vllm.fullname" . }}\n'
+        "spec:\n  replicas: {{ .Values.replicas }}\n"
+    )
+    rc, out, err = audit("-f", str(tmp_path / "deployment.yaml"))
+    assert (rc, out) == (2, "")
+    assert err.splitlines()[0] == (
+        f"audit: {tmp_path / 'deployment.yaml'}: an unrendered Helm template (line 4: name: {{{{ include "
+        '"vllm.fullname" . }}), not YAML; render it first: `helm template <release> <chart> | llm-exporter audit -f -`'
+    )
+    assert err.splitlines()[1].endswith("nothing audited (and the files named above could not be read)")
+
+
+def test_a_chart_folder_names_each_template(tmp_path: Path) -> None:
+    rc, _, err = audit("-f", str(ROOT / "charts"))
+    templates = sorted((ROOT / "charts").rglob("templates/*.yaml"))
+    named = sorted(line.split(": ")[1] for line in err.splitlines() if "an unrendered Helm template" in line)
+    assert rc == 2 and templates and named == [str(t) for t in templates]
+
+
+def test_closed_standard_input_is_named() -> None:
+    from exporter.audit.cli import read_manifests
+
+    _, clean = read_manifests(["-"], None, err := io.StringIO(), "default")
+    assert (clean, err.getvalue()) == (False, "audit: <stdin>: cannot read: standard input is closed\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("kind: !!bool x\n", "not YAML: KeyError: 'x'"),
+        ("metadata: {creationTimestamp: 2001-13-45}\n", "not YAML: ValueError: month must be in 1..12"),
+        ("[" * 600, "not YAML: nested too deeply"),
+    ],
+)
+def test_text_pyyaml_cannot_build_is_named(tmp_path: Path, text: str, error: str) -> None:
+    (tmp_path / "x.yaml").write_text(text)
+    rc, _, err = audit("-f", str(tmp_path / "x.yaml"))
+    assert (rc, err.splitlines()[0]) == (2, f"audit: {tmp_path / 'x.yaml'}: {error}")
+
+
+@pytest.mark.parametrize(("text", "error"), [("a: !!bool x\n", "KeyError: 'x'"), ("[" * 600, "nested too deeply")])
+def test_a_kubeconfig_pyyaml_cannot_build_is_named(tmp_path: Path, text: str, error: str) -> None:
+    (tmp_path / "kubeconfig").write_text(text)
+    rc, out, err = audit("--kubeconfig", str(tmp_path / "kubeconfig"))
+    assert (rc, out, err) == (2, "", f"audit: no Kubernetes configuration ({tmp_path / 'kubeconfig'}): {error}\n")
+
+
+def test_an_empty_file_name_is_refused_not_read_as_the_working_directory(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parser("audit").parse_args(["audit", "-f", ""])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith("error: argument -f/--filename: an empty file name\n")
+
+
 def test_a_control_character_is_bad_yaml(tmp_path: Path) -> None:
     (tmp_path / "nul.yaml").write_text("apiVersion: v1\nkind: Service\x00\n")
     rc, _, err = audit("-f", str(tmp_path / "nul.yaml"))
@@ -152,4 +209,14 @@ def test_live_without_a_configuration_or_a_reachable_cluster(tmp_path: Path) -> 
     }))  # fmt: skip
     rc, out, err = audit("--kubeconfig", str(kubeconfig), "--timeout", "1")
     assert (rc, out) == (2, "")
-    assert err.startswith("audit: the cluster did not list deployments, statefulsets,") and "within 1 s" in err
+    assert err.startswith("audit: within 1 s, still waiting for the first sync of deployments, statefulsets,")
+    assert err.endswith(", nodes, pods)\n")
+    assert "(API server: cannot connect: Connection refused on deployments, " in err
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf", "1e999", "0", "-1", "soon"])
+def test_a_timeout_that_would_wait_forever_is_refused(timeout: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parser("audit").parse_args(["audit", "--timeout", timeout])
+    assert exited.value.code == 2
+    assert "argument --timeout: " in capsys.readouterr().err

@@ -45,6 +45,49 @@ def test_the_adapters_published_sample_is_reported_as_invalid_yaml() -> None:
         file_queries(path)
 
 
+def test_an_unrendered_helm_template_is_named_with_the_command_that_renders_it(tmp_path: Path) -> None:
+    path = tmp_path / "prometheusrule.yaml"
+    path.write_text(
+        "{{- if .Values.prometheusRule.enabled }}\napiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n"
+        "spec:\n  groups:\n  - name: {{ .Release.Name }}\n{{- end }}\n"
+    )
+    with pytest.raises(BadFileError) as raised:
+        file_queries(path)
+    assert str(raised.value) == (
+        f"{path}: an unrendered Helm template (line 1: {{{{- if .Values.prometheusRule.enabled }}}}), not YAML; "
+        "render it first: `helm template <release> <chart> > rendered.yaml`, then check rendered.yaml"
+    )
+
+
+def test_a_grafana_legend_is_no_helm_template(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text('legendFormat: "{{pod}}"\nexpr: [unclosed\n')
+    with pytest.raises(BadFileError, match=r"bad.yaml: not valid YAML: "):
+        file_queries(path)
+
+
+HOSTILE = [
+    ("scalar.yaml", "a: !!bool x\n", "not valid YAML: KeyError: 'x'"),
+    ("index.yaml", "a: !!int ''\n", "not valid YAML: IndexError: string index out of range"),
+    (
+        "stamp.yaml",
+        "a: !!timestamp x\n",
+        "not valid YAML: AttributeError: 'NoneType' object has no attribute 'groupdict'",
+    ),
+    ("date.yaml", "a: 2001-13-45\n", "not valid YAML: ValueError: month must be in 1..12"),
+    ("deep.yaml", "[" * 600, "not valid YAML: nested too deeply"),
+    ("deep.json", "[" * 1100, "not valid JSON: nested too deeply"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "error"), HOSTILE)
+def test_text_pyyaml_or_json_cannot_build_is_a_named_bad_file(tmp_path: Path, name: str, text: str, error: str) -> None:
+    (tmp_path / name).write_text(text)
+    with pytest.raises(BadFileError) as raised:
+        file_queries(tmp_path / name)
+    assert str(raised.value) == f"{tmp_path / name}: {error}"
+
+
 def test_derived_history_matches_its_source() -> None:
     if not history.SOURCE.exists():  # the per-release table lives in the source checkout
         pytest.fail(f"{history.SOURCE} is missing")

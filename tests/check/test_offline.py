@@ -193,6 +193,62 @@ def test_from_prints_only_what_the_upgrade_breaks() -> None:
     assert all(r["status"] == "empty" and r["rules"] == ["renamed"] for r in report["results"])
 
 
+def test_from_says_what_was_read_and_judged_when_nothing_breaks(tmp_path: Path) -> None:
+    rules = {"groups": [{"name": "g", "rules": [{"alert": "Q", "expr": "vllm:num_requests_waiting > 5"},
+                                                 {"alert": "U", "expr": "up == 0"}]}]}  # fmt: skip
+    (tmp_path / "rules.yaml").write_text(json.dumps(rules))
+    done = run("--against", "vllm==0.33.0", "--from", "vllm==0.10.0", str(tmp_path))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        "2 queries in 1 files: 1 judged, 1 not judged; none broken by the upgrade from vLLM 0.10.0 to vLLM 0.33.0\n"
+    )
+
+
+def test_from_summary_counts_every_query_read_not_only_the_broken() -> None:
+    board = str(CORPUS / "kubeai-vllm-grafana-dashboard.json")
+    done = run("--against", "vllm==0.33.0", "--from", "vllm==0.10.1", board)
+    assert done.stdout.splitlines()[-1] == (
+        "19 queries in 1 files: 19 judged; 6 broken by the upgrade from vLLM 0.10.1 to vLLM 0.33.0 (6 empty)"
+    )
+    report = json.loads(run("--against", "vllm==0.33.0", "--from", "vllm==0.10.1", "--output", "json", board).stdout)
+    assert (report["read"], report["counts"]["empty"]) == ({"queries": 19, "files": 1, "judged": 19}, 6)
+
+
+def test_from_on_files_without_queries_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text("groups: []\n")
+    done = run("--against", "vllm==0.33.0", "--from", "vllm==0.10.0", str(tmp_path / "rules.yaml"))
+    assert (done.returncode, done.stdout.splitlines()[0]) == (2, "ERROR no PromQL queries found in the given files")
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("",), "argument FILES: an empty file name"),
+        (("--timeout", "inf"), "argument --timeout: 'inf': a number of seconds above 0 is expected"),
+        (("--timeout", "nan"), "argument --timeout: 'nan': a number of seconds above 0 is expected"),
+    ],
+)
+def test_arguments_that_would_read_everything_or_wait_forever_are_refused(args: tuple[str, ...], error: str) -> None:
+    done = run("--against", "vllm==0.33.0", *args)
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (2, f"llm-exporter check: error: {error}")
+
+
+def test_a_bearer_token_file_that_is_no_text_is_named(tmp_path: Path) -> None:
+    (tmp_path / "token").write_bytes(b"\xff\xfe")
+    done = run("--prometheus", "http://127.0.0.1:9", "--bearer-token-file", str(tmp_path / "token"), str(CORPUS))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"check: Prometheus http://127.0.0.1:9: --bearer-token-file {tmp_path / 'token'}: cannot read: 'utf-8' "
+        "codec can't decode byte 0xff in position 0: invalid start byte\n"
+    )
+
+
+def test_a_file_name_too_long_to_look_up_is_a_named_bad_file() -> None:
+    done = run("--against", "vllm==0.33.0", "9" * 300)
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[0] == f"ERROR {'9' * 300}: cannot read: File name too long"
+
+
 def test_prometheus_and_against_are_exclusive() -> None:
     done = run("--prometheus", "http://127.0.0.1:1", "--against", "vllm==0.33.0", str(CORPUS))
     assert done.returncode == 2 and "not both" in done.stderr

@@ -121,8 +121,12 @@ colour: blue
 
 def test_unloadable_certificate_fails_at_start_with_the_reason(tmp_path: Path) -> None:
     (tmp_path / "web.yml").write_text("tls_server_config: {cert_file: missing.crt, key_file: missing.key}\n")
-    with pytest.raises(ConfigError, match="tls_server_config: cannot load the certificate"):
+    with pytest.raises(ConfigError) as raised:
         webconfig.load(tmp_path / "web.yml")
+    assert raised.value.errors == [
+        f"{tmp_path / 'web.yml'}: tls_server_config.cert_file {tmp_path / 'missing.crt'}: cannot read: "
+        "No such file or directory"
+    ]
 
 
 def test_off_by_default_plain_http_without_credentials() -> None:
