@@ -179,7 +179,7 @@ def _add_log_flags(p: argparse.ArgumentParser, default: object | None = None) ->
 
 HELP = {
     "serve": "run the exporter",
-    "render": "regenerate the dashboard, alert and rule files",
+    "render": "regenerate the bundle in a checkout, or write the alert files for your setup (--out)",
     "check": "report dashboard, rule and KEDA queries that return nothing, live or on a release to come",
     "mappings": "print an engine's → llm_* mapping per release (vLLM, SGLang, TGI, …)",
     "demo": "a local vLLM (CPU, tiny model) + the exporter, live",
