@@ -7,7 +7,7 @@ in the installed package: regenerating is a development step whose output is com
 absolute (`URL#<anchor>`): for installs without the chart's prometheusRule.runbookUrl. The committed files
 keep the repository-relative links. `--cluster-label NAME` (with `--out`) renders them for a store that holds
 many clusters (Thanos Query and the like), each series with the external label NAME: every aggregation and
-vector match keeps NAME (exporter/bundle/cluster.py), and DIR gets the dashboards too, with a cluster
+vector match keeps NAME (exporter/promql/cluster.py), and DIR gets the dashboards too, with a cluster
 variable every query filters on. Without it the output is the single-cluster one, byte for byte.
 `--datasource-uid UID` puts the Grafana-managed rules' queries on the Prometheus data source of that uid.
 
@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from exporter.bundle import cluster, options, shipped, write
+from exporter.promql.cluster import DEFAULT_LABEL, label_name
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD_SUFFIX = ".dashboard.py"
@@ -130,7 +131,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
             name = source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
             files[f"dashboards/{name}"] = text
             configmap[f"llm-inference-{name}"] = text
-            clustered_configmap[f"llm-inference-{name}"] = cluster.dashboard(text, cluster.DEFAULT_LABEL)
+            clustered_configmap[f"llm-inference-{name}"] = cluster.dashboard(text, DEFAULT_LABEL)
             files[f"{CHART_FILES}/dashboards/llm-inference-{name}"] = text
             files[f"{CLUSTERED}/dashboards/llm-inference-{name}"] = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
         files["alerts/llm-exporter.rules.yaml"] = formats.rule_file()
@@ -148,7 +149,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
         files[f"{GENERATED}/dashboard-configmap.yaml"] = dashboard_configmap(configmap)
         files[f"{CHART_FILES}/rbac-rules.yaml"] = chart_rbac(root)
         files[f"{MULTI_CLUSTER}/prometheusrule.yaml"] = cluster.rule_file(
-            files[f"{GENERATED}/prometheusrule.yaml"], cluster.DEFAULT_LABEL
+            files[f"{GENERATED}/prometheusrule.yaml"], DEFAULT_LABEL
         )
         files[f"{MULTI_CLUSTER}/dashboard-configmap.yaml"] = dashboard_configmap(clustered_configmap)
     # the package's copy, for `--out` where the sources are not installed (exporter/bundle/shipped.py)
@@ -230,7 +231,7 @@ def checkout_problem(root: Path) -> str:
 def cluster_label(value: str) -> str:
     """argparse type of --cluster-label."""
     try:
-        return cluster.label_name(value)
+        return label_name(value)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

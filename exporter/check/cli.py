@@ -21,7 +21,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from exporter import hostile
-from exporter.bundle.cluster import DEFAULT_LABEL, label_name
 from exporter.check import scrape
 from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
@@ -29,6 +28,7 @@ from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand,
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
 from exporter.check.report import Read, write_json, write_sarif, write_text
 from exporter.check.scope import Cluster, ClusterScoped, add_replica_label
+from exporter.promql.cluster import DEFAULT_LABEL, label_name
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError, read_secret
 
 ROOT = Path(__file__).resolve().parents[2]

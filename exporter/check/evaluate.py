@@ -17,18 +17,10 @@ from dataclasses import dataclass, field
 from exporter.check import diagnosis, names
 from exporter.check.inputs import Query
 from exporter.check.judge import Hidden
-from exporter.check.promql import (
-    Binary,
-    Node,
-    PromQLSyntaxError,
-    Selector,
-    VectorSelector,
-    parse,
-    rename,
-    selectors,
-    walk,
-)
 from exporter.check.tables import owner
+from exporter.promql.parse import Binary, Node, VectorSelector, parse, walk
+from exporter.promql.selectors import Selector, rename, selectors
+from exporter.promql.tokens import PromQLSyntaxError
 from exporter.sources.prometheus import Prometheus, PrometheusError
 
 ALLOW_EMPTY = "# llm-exporter: allow-empty"

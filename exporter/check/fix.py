@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 
 from exporter.check.evaluate import Result
-from exporter.check.promql import rename
+from exporter.promql.selectors import rename
 
 
 def rewrite(text: str, results: Iterable[Result], json_file: bool) -> str:

@@ -16,18 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from exporter.check.promql import (
+from exporter.promql.parse import (
     Aggregate,
     Binary,
     Call,
     Node,
     NumberLiteral,
     Paren,
-    Selector,
     StringLiteral,
     Unary,
     VectorSelector,
 )
+from exporter.promql.selectors import Selector
 
 DATA, FLAG, UNJUDGED, EMPTY = "data", "flag", "unjudged", "empty"
 _INVERT = frozenset({"absent", "absent_over_time"})

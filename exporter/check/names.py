@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from exporter.check import diagnosis
 from exporter.check.history import engines
-from exporter.check.promql import Matcher
 from exporter.check.tables import EngineTable, Family, owner
+from exporter.promql.selectors import Matcher
 
 LOOK_ALIKES: dict[str, tuple[str, str]] = {
     # name as dashboards in the wild query it → (the family meant, why)

@@ -17,8 +17,10 @@ from exporter.check import names
 from exporter.check.evaluate import ALLOW_EMPTY, Result, anchored_name, hidden_reason, scale_from_zero_reason
 from exporter.check.inputs import Query
 from exporter.check.judge import DATA, EMPTY, FLAG, UNJUDGED, judge
-from exporter.check.promql import PromQLSyntaxError, Selector, parse, rename, selectors
 from exporter.check.tables import ALIASES, EngineTable, owner, tables
+from exporter.promql.parse import parse
+from exporter.promql.selectors import Selector, rename, selectors
+from exporter.promql.tokens import PromQLSyntaxError
 
 NATIVE = "native-histogram-bucket"
 

@@ -4,7 +4,7 @@ A query written for one cluster (a KEDA trigger against its cluster's Prometheus
 read every cluster's series: empty in cluster b, it returns cluster a's data and looks fine. `ClusterScoped`
 wraps a `Prometheus` so that every query, the checked one and every query of its diagnosis (is the name
 present, when was it last seen, which release runs), gets `label="value"` on each selector
-(`exporter.bundle.cluster.only`). Label values (names for the similar-name hint) are those of the whole store.
+(`exporter.promql.cluster.only`). Label values (names for the similar-name hint) are those of the whole store.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from exporter.bundle.cluster import ClusterLabelError, label_name, only
+from exporter.promql.cluster import ClusterLabelError, label_name, only
 from exporter.sources.prometheus import Prometheus, PrometheusError
 
 

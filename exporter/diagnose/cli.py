@@ -21,13 +21,13 @@ import sys
 import time
 from dataclasses import replace
 
-from exporter.bundle.cluster import DEFAULT_LABEL, label_name
 from exporter.check.scope import Cluster, add_replica_label
 from exporter.diagnose import render
 from exporter.diagnose.collect import Progress, clusters, read, rfc3339
 from exporter.diagnose.limits import DEFAULT
 from exporter.diagnose.promql import Scope
 from exporter.diagnose.walk import ScopeError, walk
+from exporter.promql.cluster import DEFAULT_LABEL, label_name
 from exporter.sources.prometheus import HttpPrometheus, PartialResponseError, PrometheusError, read_secret
 
 _DURATION = re.compile(r"^([0-9]+)(s|m|h|d|w)$")

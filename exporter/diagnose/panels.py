@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import urllib.parse
 
-from exporter.bundle.cluster import VARIABLE
+from exporter.promql.cluster import VARIABLE
 
 UID = "llm-inference-overview"
 

@@ -15,8 +15,7 @@ import re
 from dataclasses import dataclass
 
 from exporter.check.scope import Cluster
-
-_LLM_SELECTOR = re.compile(r"\b(llm_[a-z0-9_]+)(?:\{([^}]*)\})?")
+from exporter.promql.selectors import scoped
 
 
 @dataclass(frozen=True)
@@ -45,16 +44,3 @@ def _tidy(expr: str) -> str:
     expr = re.sub(r"\{\s*,\s*", "{", expr)
     expr = re.sub(r",\s*\}", "}", expr)
     return expr.replace("{}", "")
-
-
-def scoped(expr: str, selector: str) -> str:
-    """`expr` with `selector` (e.g. `job="llm-exporter"`) added to every llm_* metric selector in it, as the
-    bundle's rules have it (alerts/recording.py), so another job exposing the same names is not read."""
-    if not selector:
-        return expr
-
-    def add(m: re.Match[str]) -> str:
-        inner = f"{selector}, {m[2]}" if m[2] and m[2].strip() else selector
-        return f"{m[1]}{{{inner}}}"
-
-    return _LLM_SELECTOR.sub(add, expr)

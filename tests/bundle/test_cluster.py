@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from exporter.bundle import cluster, render
+from exporter.bundle import render
 from exporter.check.inputs import BadFileError, file_queries
-from exporter.check.promql import AGGREGATIONS, selectors, substitute
+from exporter.promql import cluster as expressions
+from exporter.promql.selectors import selectors, substitute
+from exporter.promql.tokens import AGGREGATIONS
 from tests.bundle.servers import PROMTOOL
 from tests.deploy.helm import template
 from tests.deploy.manifests import find
@@ -217,12 +219,12 @@ def test_without_the_label_the_files_are_the_generated_ones(tmp_path: Path) -> N
     ],
 )
 def test_clustered(expr: str, want: str) -> None:
-    assert cluster.clustered(expr, LABEL) == want
+    assert expressions.clustered(expr, LABEL) == want
 
 
 def test_filtered() -> None:
     expr = 'sum by (le) (rate(x_bucket{a=~"$a"}[$__rate_interval])) / on () group_left () y + {job="j"} + z{}'
-    assert cluster.filtered(expr, "k8s") == (
+    assert expressions.filtered(expr, "k8s") == (
         'sum by (le, k8s) (rate(x_bucket{k8s=~"$cluster", a=~"$a"}[$__rate_interval]))'
         ' / on (k8s) group_left () y{k8s=~"$cluster"} + {k8s=~"$cluster", job="j"} + z{k8s=~"$cluster"}'
     )
@@ -230,8 +232,8 @@ def test_filtered() -> None:
 
 @pytest.mark.parametrize("expr", ["sum without (cluster) (x)", "a * ignoring (cluster) b"])
 def test_dropping_the_label_is_refused(expr: str) -> None:
-    with pytest.raises(cluster.ClusterLabelError, match="merges the series of clusters"):
-        cluster.clustered(expr, LABEL)
+    with pytest.raises(expressions.ClusterLabelError, match="merges the series of clusters"):
+        expressions.clustered(expr, LABEL)
 
 
 @pytest.mark.parametrize("value", ["", "1cluster", "__cluster", "clu-ster"])
@@ -312,7 +314,7 @@ def test_the_rewrite_holds_on_queries_written_elsewhere(tmp_path: Path) -> None:
     valid = [e for e in dict.fromkeys(exprs) if accepted(e)]
     assert len(valid) > 50
     for expr in valid:
-        rewritten = cluster.clustered(expr, LABEL)
+        rewritten = expressions.clustered(expr, LABEL)
         assert accepted(rewritten), (expr, rewritten)
         for clause, names in _CLAUSE.findall(rewritten):
             if clause in ("by", "on"):

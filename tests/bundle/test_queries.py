@@ -12,7 +12,8 @@ import yaml
 from exporter.bundle import render
 from exporter.catalogue import sample_names
 from exporter.check.inputs import file_queries
-from exporter.check.promql import Matcher, PromQLSyntaxError, Selector, metric_names, selectors, substitute
+from exporter.promql.selectors import Matcher, Selector, metric_names, selectors, substitute
+from exporter.promql.tokens import PromQLSyntaxError
 from tests.bundle.servers import PROMTOOL
 
 ROOT = render.ROOT

@@ -17,10 +17,12 @@ from exporter.check import history, tables
 from exporter.check.inputs import Query, file_queries
 from exporter.check.judge import judge
 from exporter.check.offline import OfflineChecker, TargetError, parse_target
-from exporter.check.promql import PromQLSyntaxError, parse, selectors
 from exporter.check.report import RULES
 from exporter.check.variables import parse as parse_variables
 from exporter.check.variables import resolve
+from exporter.promql.parse import parse
+from exporter.promql.selectors import selectors
+from exporter.promql.tokens import PromQLSyntaxError
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "check_corpus"
 

@@ -12,8 +12,8 @@ import yaml
 
 from exporter import cli
 from exporter.catalogue import ALL
-from exporter.check import promql
 from exporter.config import KubernetesDiscovery, parse
+from exporter.promql import selectors as promql
 from tests.bundle import servers
 from tests.deploy.manifests import BASE, ROOT, render
 

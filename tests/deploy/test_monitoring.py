@@ -14,10 +14,10 @@ import yaml
 from alerts.thresholds import EXPORTER_JOB
 from exporter import config, server
 from exporter.catalogue import BY_NAME, engine
-from exporter.check import promql
 from exporter.check.inputs import file_queries
 from exporter.collect import CollectorSet
 from exporter.exposition import Family
+from exporter.promql import selectors as promql
 from tests.bundle import servers
 from tests.deploy import crd_schemas
 from tests.deploy.manifests import BASE, DEPLOY, OVERLAYS, ROOT, Obj, container, find, matches, render

@@ -13,7 +13,6 @@ import jsonschema
 import pytest
 
 from exporter import cli
-from exporter.bundle.cluster import only
 from exporter.check.scope import Cluster
 from exporter.diagnose import render
 from exporter.diagnose.cli import explain
@@ -22,6 +21,7 @@ from exporter.diagnose.limits import DEFAULT
 from exporter.diagnose.model import Readings, Sample
 from exporter.diagnose.promql import Scope
 from exporter.diagnose.walk import ScopeError, walk
+from exporter.promql.cluster import only
 from exporter.sources.prometheus import PartialResponseError
 
 ROOT = Path(__file__).resolve().parents[2]
