@@ -22,7 +22,8 @@ A MIG instance counts as one GPU in the shares and has no price (its uuid is not
 
 from __future__ import annotations
 
-from alerts.recording import MODEL, Recording
+from alerts.expr import MODEL
+from alerts.model import Recording
 from alerts.thresholds import Thresholds
 
 COST_GROUP = "llm-inference.cost"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+MODEL = "namespace, model"  # the labels that name one model, across replicas
+
 
 def number(value: float) -> str:
     return str(int(value)) if value == int(value) else repr(value)

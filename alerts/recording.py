@@ -24,43 +24,23 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
+from alerts import cost
+from alerts.expr import MODEL
+from alerts.model import Recording
 from alerts.thresholds import DEFAULT, Thresholds
+from exporter.diagnose.limits import Limits
+from exporter.diagnose.promql import Scope, render
+from exporter.diagnose.registry import VERDICTS
+from exporter.promql.selectors import scoped
 
 SLO_GROUP = "llm-inference.slo"
 REPLICAS_GROUP = "llm-inference.replicas"
 BOTTLENECK_GROUP = "llm-inference.bottleneck"
-MODEL = "namespace, model"
 REPLICA = "namespace, model, pod"
 AUTOSCALER = "namespace, workload, autoscaler, kind"
 BOTTLENECKS = ("kv_capacity", "memory_bandwidth", "compute", "none")
 CAPACITY_GROUP = "llm-inference.capacity"
 RANK = "namespace, pod, dp_rank"  # one engine's KV cache: vLLM's capacity has no model label
-
-
-@dataclass(frozen=True)
-class Recording:
-    name: str
-    group: str
-    expr: str
-    labels: tuple[tuple[str, str], ...] = ()  # static labels the rule adds (several rules, one name)
-
-
-_LLM_SELECTOR = re.compile(r"\b(llm_[a-z0-9_]+)(?:\{([^}]*)\})?")
-
-
-def scoped(expr: str, selector: str) -> str:
-    """`expr` with `selector` (e.g. `job="llm-exporter"`) added to every llm_* metric selector in it."""
-    if not selector:
-        return expr
-
-    def add(m: re.Match[str]) -> str:
-        inner = f"{selector}, {m[2]}" if m[2] else selector
-        return f"{m[1]}{{{inner}}}"
-
-    return _LLM_SELECTOR.sub(add, expr)
 
 
 def bucket_bound(seconds: float) -> str:
@@ -238,10 +218,6 @@ def _diagnosis(t: Thresholds) -> list[Recording]:
     dashboard's Diagnosis row and the command give one answer. The rule's labels name the stage and verdict;
     its value is the condition's (a share, GPUs, seconds); its other labels say where (namespace, model, pod,
     workload, route)."""
-    from exporter.diagnose.limits import Limits
-    from exporter.diagnose.promql import Scope, render
-    from exporter.diagnose.registry import VERDICTS
-
     limits = Limits.from_thresholds(t)
     out = []
     for verdict in VERDICTS:
@@ -321,17 +297,11 @@ def _capacity(t: Thresholds) -> list[Recording]:
     return out
 
 
-def _cost(t: Thresholds) -> list[Recording]:
-    from alerts.cost import recordings as cost  # alerts.cost imports Recording from here
-
-    return cost(t)
-
-
 def recordings(t: Thresholds = DEFAULT) -> list[Recording]:
     """Every recording rule of the bundle, in rule-file order."""
     return [
         Recording(r.name, r.group, scoped(r.expr, t.selector), r.labels)
-        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(t), *_cost(t), *_diagnosis(t))
+        for r in (*_slo(t), *_replicas(), *_bottleneck(t), *_capacity(t), *cost.recordings(t), *_diagnosis(t))
     ]
 
 

@@ -3,7 +3,7 @@ engine workload; the advisory checks (severity info on the series) alert at info
 
 from __future__ import annotations
 
-from alerts.rules import Alert
+from alerts.model import Alert
 from alerts.thresholds import Thresholds
 
 GROUP = "llm-inference.audit"

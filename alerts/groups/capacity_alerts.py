@@ -3,7 +3,7 @@ context reserved for nothing, and speculative decoding that costs more than it s
 
 from __future__ import annotations
 
-from alerts.rules import Alert
+from alerts.model import Alert
 from alerts.thresholds import Thresholds
 
 GROUP = "llm-inference.capacity-alerts"

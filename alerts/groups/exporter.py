@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from alerts.rules import Alert
+from alerts.model import Alert
 from alerts.thresholds import Thresholds
 
 GROUP = "llm-inference.exporter"

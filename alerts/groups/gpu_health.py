@@ -3,7 +3,7 @@ no pod, idle assignments)."""
 
 from __future__ import annotations
 
-from alerts.rules import Alert
+from alerts.model import Alert
 from alerts.thresholds import Thresholds
 
 GROUP = "llm-inference.gpu-health"

@@ -4,7 +4,7 @@ their maximum, routes that cut or buffer streams, a stale cluster view."""
 from __future__ import annotations
 
 from alerts.expr import number, p99
-from alerts.rules import Alert
+from alerts.model import Alert
 from alerts.thresholds import Thresholds
 
 GROUP = "llm-inference.placement"
