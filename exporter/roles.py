@@ -161,8 +161,8 @@ def _replicas(w: Wiring) -> list[Collector]:
 
 def _audit(w: Wiring) -> list[Collector]:
     from exporter.audit.collector import AuditCollector
-    from exporter.audit.model import parse_label_selector
     from exporter.audit.recognise import Recognition
+    from exporter.k8s.selectors import parse_label_selector
 
     api = _engine_api(w)
     if api is None:

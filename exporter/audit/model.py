@@ -18,7 +18,6 @@ from exporter.k8s.fields import as_dict, as_int, as_list, meta, strs
 from exporter.k8s.frontends import Frontend, Timeout, reaching_timeouts
 from exporter.k8s.scheduling import Constraints, Toleration
 from exporter.k8s.selectors import Selector, label_selector
-from exporter.k8s.selectors import parse_label_selector as parse_label_selector  # noqa: PLC0414 (its old home)
 
 
 @dataclass(frozen=True)

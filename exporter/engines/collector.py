@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from exporter.catalogue import engine as m
-from exporter.collect import Collector
 from exporter.config import Engines
 from exporter.engines import mapping, parser, registry, served
 from exporter.engines.engine import Engine
@@ -262,13 +261,3 @@ def build_families(outcomes: Iterable[Outcome]) -> list[Family]:
             if model.max_context_tokens is not None:
                 context.add((*source, model.model), float(model.max_context_tokens))
     return [*canonical.values(), up, info, present, unmapped, duration, error, dropped, context, model_info]
-
-
-def build_engine_collectors(config: Engines, kubeconfig: str | None) -> list[Collector]:
-    """The node role's engine collector, with Kubernetes discovery when enabled (and then the replicas'
-    ready -> first token, which needs the discovered pods' Ready times): those rows of `exporter.roles`."""
-    from exporter.config import Config
-    from exporter.roles import build_collectors
-
-    rows = frozenset({"engine_discovery", "engines", "replica_first_token"})
-    return build_collectors("node", Config(engines=config), kubeconfig, only=rows)

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.audit.collector import AuditCollector
-from exporter.audit.model import parse_label_selector
 from exporter.config import Cluster
+from exporter.k8s.selectors import parse_label_selector
 from exporter.kube.pods import pod_watch
 from exporter.replicas import autoscalers, startup
 from exporter.replicas.collector import ReplicasCollector
-from exporter.routes.collector import RoutesCollector
 from exporter.sources.kube import ReflectorView, shared
 
 
@@ -40,17 +38,3 @@ def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart], page_siz
         autoscalers.autoscaler_record
     )
     return ReplicasCollector(pods, hpas)
-
-
-def build_engine_pod_collectors(
-    config: Cluster, kubeconfig: str | None
-) -> list[RoutesCollector | ReplicasCollector | AuditCollector]:
-    """The routes, replicas and audit collectors (those enabled), sharing one engine-pod reflector; the audit
-    reads its measured cold starts from the replicas collector's start-up histograms. Those rows of
-    `exporter.roles`, which builds them."""
-    from exporter.config import Config
-    from exporter.roles import build_collectors
-
-    rows = frozenset({"routes", "replicas", "audit"})
-    built = build_collectors("cluster", Config(cluster=config), kubeconfig, only=rows)
-    return [c for c in built if isinstance(c, (RoutesCollector, ReplicasCollector, AuditCollector))]

@@ -20,8 +20,8 @@ from exporter.audit.collector import AuditBlindError
 from exporter.config import Cluster, Replicas, Routes
 from exporter.engines import parser
 from exporter.exposition import render
-from exporter.replicas.engine_pods import build_engine_pod_collectors
 from tests.audit import objects as o
+from tests.collectors import build_engine_pod_collectors
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
 from tests.watchdog.test_watchdog_e2e import install_keda_crds

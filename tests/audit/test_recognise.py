@@ -109,8 +109,8 @@ def test_a_statefulset_and_a_leaderworkerset() -> None:
 
 
 def test_the_cluster_roles_own_engine_selection_counts() -> None:
-    from exporter.audit.model import parse_label_selector
     from exporter.audit.recognise import Recognition
+    from exporter.k8s.selectors import parse_label_selector
 
     generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[])
     generic["spec"]["template"]["metadata"]["labels"]["tier"] = "inference"
@@ -136,13 +136,13 @@ def test_the_cluster_roles_own_engine_selection_counts() -> None:
     ],
 )
 def test_label_selectors_as_kubectl_writes_them(text: str, labels: dict[str, str], matches: bool) -> None:
-    from exporter.audit.model import parse_label_selector
+    from exporter.k8s.selectors import parse_label_selector
 
     assert parse_label_selector(text).matches(labels) is matches
 
 
 def test_a_malformed_label_selector() -> None:
-    from exporter.audit.model import parse_label_selector
+    from exporter.k8s.selectors import parse_label_selector
 
     with pytest.raises(ValueError, match="not a label selector term: 'app ~ vllm'"):
         parse_label_selector("app ~ vllm")

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from exporter.config import Engines, KubernetesDiscovery
-from exporter.engines.collector import build_engine_collectors
 from exporter.engines.discovery import PodRecord, pod_record, target_for
 from exporter.exposition import render
+from tests.collectors import build_engine_collectors
 from tests.engines.engine_servers import engine_server, recorded
 from tests.fakes.kube_api import FakeKubeAPI
 

@@ -243,7 +243,7 @@ def test_the_cluster_roles_engine_pod_collectors_list_each_resource_once(
     """Routes, replicas and audit all read Services, Ingresses, HTTPRoutes, Routes and HPAs (and the pods):
     views of one watch each, so every collection is listed once, however many collectors read it."""
     from exporter.config import Cluster, Replicas, Routes
-    from exporter.replicas.engine_pods import build_engine_pod_collectors
+    from tests.collectors import build_engine_pod_collectors
 
     config = Cluster(routes=Routes(enabled=True), replicas=Replicas(enabled=True))
     collectors = build_engine_pod_collectors(config, kubeconfig)

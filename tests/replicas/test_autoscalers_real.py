@@ -9,7 +9,7 @@ from typing import Any
 from exporter.config import Audit, Cluster, Routes
 from exporter.engines import parser
 from exporter.exposition import render
-from exporter.replicas.engine_pods import build_engine_pod_collectors
+from tests.collectors import build_engine_pod_collectors
 from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for

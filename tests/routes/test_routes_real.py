@@ -10,7 +10,7 @@ import yaml
 
 from exporter.config import Cluster as ClusterConfig
 from exporter.exposition import render
-from exporter.replicas.engine_pods import build_engine_pod_collectors
+from tests.collectors import build_engine_pod_collectors
 from tests.kubecluster import Cluster, wait_for
 
 CRD = Path(__file__).resolve().parents[1] / "fixtures/gateway-api/gateway.networking.k8s.io_httproutes.yaml"
