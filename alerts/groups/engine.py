@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alerts.expr import number, p99
 from alerts.model import Alert
-from alerts.recording import slo_error_ratio
+from alerts.recordings.slo import slo_error_ratio
 from alerts.thresholds import Thresholds
 
 GROUP = "llm-inference.engine"

@@ -1,0 +1,51 @@
+"""Recording rules `llm-inference.slo`: the share of first tokens slower than the objective over each window the
+burn-rate alerts use, and the request rate that guards them against low traffic."""
+
+from __future__ import annotations
+
+from alerts.expr import MODEL
+from alerts.model import Recording
+from alerts.thresholds import Thresholds
+
+GROUP = "llm-inference.slo"
+
+
+def bucket_bound(seconds: float) -> str:
+    """`le` as Prometheus 3 stores a classic histogram's bound: always a float (`5.0`, `2.5`)."""
+    return repr(float(seconds))
+
+
+def slo_error_ratio(window: str) -> str:
+    return f"llm:ttft_slo_error_ratio:rate{window}"
+
+
+def slo_windows(t: Thresholds) -> list[str]:
+    """Every window a burn-rate pair uses, each once, shortest first."""
+    seen: dict[str, None] = {}
+    for burn in t.ttft_burn_rates:
+        seen[burn.short_window] = None
+        seen[burn.long_window] = None
+    return sorted(seen, key=_seconds)
+
+
+def _seconds(window: str) -> int:
+    unit = {"m": 60, "h": 3600, "d": 86400}[window[-1]]
+    return int(window[:-1]) * unit
+
+
+def recordings(t: Thresholds) -> list[Recording]:
+    good = f'llm_time_to_first_token_seconds_bucket{{le="{bucket_bound(t.ttft_slo_seconds)}"}}'
+    out = []
+    for window in slo_windows(t):
+        rate_all = f"sum by ({MODEL}) (rate(llm_time_to_first_token_seconds_count[{window}]))"
+        rate_good = f"sum by ({MODEL}) (rate({good}[{window}]))"
+        # no traffic in the window: no sample (not NaN), so a silent model neither burns nor recovers budget
+        out.append(Recording(slo_error_ratio(window), GROUP, f"1 - {rate_good} / ({rate_all} > 0)"))
+    out.append(
+        Recording(
+            "llm:ttft_requests:rate1h",
+            GROUP,
+            f"sum by ({MODEL}) (rate(llm_time_to_first_token_seconds_count[1h]))",
+        )
+    )
+    return out
