@@ -6,7 +6,7 @@
 The fake API server (tests/fakes/kube_api.py) runs in its own process and serves real-shaped objects.
 Each client runs in a fresh process, so its memory is its own:
 
-- ours: `exporter.sources.kube.Reflector` for nodes and pods (raw JSON, compact records);
+- ours: `exporter.sources.kube_reflector.Reflector` for nodes and pods (raw JSON, compact records);
 - peer: the same paginated lists through the client's default deserialisation (typed models, kept in a
   dict as an informer would), and a `watch.Watch().stream` for the events;
 - baseline: ours as of commit `--baseline` (default `BASELINE`, the cluster role before the scheduler's
@@ -235,7 +235,8 @@ def client_ours(kubeconfig: str, events: int, scale: float = 1.0, source: str | 
         sys.path.insert(0, source)
     from exporter.kube import transform
     from exporter.kube.view import compute
-    from exporter.sources.kube import Reflector, connect
+    from exporter.sources.kube_connect import connect
+    from exporter.sources.kube_reflector import Reflector
 
     seen = [0]
     done = threading.Event()

@@ -120,7 +120,7 @@ def _cluster(w: Wiring) -> list[Collector]:
 def _engine_api(w: Wiring) -> Any | None:
     """The API client of the engine-pod collectors; None without a kubeconfig (the cluster collector reports
     the missing configuration: one failure, said once)."""
-    from exporter.sources.kube import KubeConfigError, connect
+    from exporter.sources.kube_connect import KubeConfigError, connect
 
     def make() -> Any | None:
         try:

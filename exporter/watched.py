@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from exporter.collect import CollectorUnavailable, describe_pending
-from exporter.sources.kube import Reflectors
+from exporter.sources.kube_mirror import Reflectors
 
 T = TypeVar("T")
 

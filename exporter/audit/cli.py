@@ -104,7 +104,8 @@ def _stdin(stdin: TextIO | None) -> str:
 
 def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
     from exporter.collect import describe_pending
-    from exporter.sources.kube import KubeConfigError, Reflectors, connect
+    from exporter.sources.kube_connect import KubeConfigError, connect
+    from exporter.sources.kube_mirror import Reflectors
 
     try:
         api = connect(args.kubeconfig)

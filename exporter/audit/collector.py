@@ -22,7 +22,8 @@ from exporter.catalogue import audit as spec
 from exporter.collect import CollectorUnavailable
 from exporter.exposition import Family
 from exporter.replicas.startup import BUCKETS, Histogram
-from exporter.sources.kube import Reflector, Reflectors
+from exporter.sources.kube_mirror import Reflectors
+from exporter.sources.kube_reflector import Reflector
 
 REQUIRED = ("deployments", "statefulsets")
 

@@ -1,4 +1,4 @@
-"""The objects of a live cluster, through `exporter.sources.kube`: which resources the audit reads, and how.
+"""The objects of a live cluster, through `exporter.sources.kube_reflector`: which resources the audit reads, and how.
 
 The API server's lists carry neither `kind` nor `apiVersion` on their items: each transform stamps them
 back, then reduces the object to the audit's model (the same pure functions as for manifests).
@@ -12,7 +12,9 @@ from typing import Any
 from exporter.audit import inventory, model, nodes
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
-from exporter.sources.kube import Mirror, Reflector, Reflectors, shared
+from exporter.sources.kube_mirror import Mirror, Reflectors
+from exporter.sources.kube_reflector import Reflector
+from exporter.sources.kube_shared import shared
 
 # resource -> (apiVersion, kind, optional: a CRD that may be absent or a grant that may be missing)
 RESOURCES: dict[str, tuple[str, str, bool]] = {

@@ -10,7 +10,8 @@ from exporter.config import ConfigError, KubernetesDiscovery
 from exporter.engines.discovery import PodRecord, pod_record, target_for
 from exporter.engines.targets import EngineTarget
 from exporter.exposition import Family
-from exporter.sources import kube
+from exporter.sources.kube_connect import KubeConfigError, connect
+from exporter.sources.kube_reflector import Reflector
 
 
 class DiscoveredTargets:
@@ -25,17 +26,17 @@ class DiscoveredTargets:
         self._config = config
         self._kubeconfig = kubeconfig
         self._node = node
-        self._reflector: kube.Reflector[PodRecord] | None = None
+        self._reflector: Reflector[PodRecord] | None = None
         self._error = ""
 
     def start(self) -> None:
         try:
-            api = kube.connect(self._kubeconfig)
-        except kube.KubeConfigError as exc:
+            api = connect(self._kubeconfig)
+        except KubeConfigError as exc:
             self._error = str(exc)  # reported through collect(); engines from static targets keep working
             return
         prefix = self._config.annotation_prefix
-        self._reflector = kube.Reflector(
+        self._reflector = Reflector(
             api, "pods", transform=lambda obj: pod_record(obj, prefix), field_selector=f"spec.nodeName={self._node}"
         )
         self._reflector.start()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import logging
 
 from exporter.gpu.processes import PodNames, pod_names
-from exporter.sources import kube
+from exporter.sources.kube_connect import KubeConfigError, connect
+from exporter.sources.kube_reflector import Reflector
 
 log = logging.getLogger(__name__)
 
@@ -18,17 +19,17 @@ class NodePods:
     def __init__(self, node: str, kubeconfig: str | None) -> None:
         self._node = node
         self._kubeconfig = kubeconfig
-        self._reflector: kube.Reflector[PodNames] | None = None
+        self._reflector: Reflector[PodNames] | None = None
 
     def start(self) -> None:
         if self._reflector is not None or not self._node:
             return
         try:
-            api = kube.connect(self._kubeconfig)
-        except kube.KubeConfigError as exc:
+            api = connect(self._kubeconfig)
+        except KubeConfigError as exc:
             log.info("GPU memory per pod unavailable: %s", exc)
             return
-        self._reflector = kube.Reflector(api, "pods", transform=pod_names, field_selector=f"spec.nodeName={self._node}")
+        self._reflector = Reflector(api, "pods", transform=pod_names, field_selector=f"spec.nodeName={self._node}")
         self._reflector.start()
 
     def close(self) -> None:

@@ -24,7 +24,9 @@ from exporter.kube.placement import PodIndexCache
 from exporter.kube.pods import UNFINISHED_PODS, pod_watch
 from exporter.kube.records import PodRecord
 from exporter.kube.view import compute
-from exporter.sources.kube import KubeConfigError, Mirror, Reflector, Reflectors, connect
+from exporter.sources.kube_connect import KubeConfigError, connect
+from exporter.sources.kube_mirror import Mirror, Reflectors
+from exporter.sources.kube_reflector import Reflector
 from exporter.watched import Recomputed, Watching
 
 # finished pods hold nothing: let the API server filter them (a pod that finishes arrives as DELETED)

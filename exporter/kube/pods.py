@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.sources.kube import Reflector, shared
+from exporter.sources.kube_reflector import Reflector
+from exporter.sources.kube_shared import shared
 
 UNFINISHED_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 

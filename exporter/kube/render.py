@@ -9,7 +9,7 @@ from exporter.exposition import Family
 from exporter.kube.deviceclass import DeviceClassRecord
 from exporter.kube.pending import REASONS
 from exporter.kube.view import ClusterView
-from exporter.sources.kube import ReflectorStats
+from exporter.sources.kube_mirror import ReflectorStats
 
 
 def view_families(view: ClusterView, max_pending_pods: int) -> list[Family]:

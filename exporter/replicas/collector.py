@@ -17,7 +17,7 @@ from exporter.catalogue import engine as engine_spec
 from exporter.catalogue import replicas as spec
 from exporter.exposition import Family, render_labels
 from exporter.replicas import autoscalers, first_token, startup
-from exporter.sources.kube import Mirror, Reflectors
+from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.watched import Watching
 
 

@@ -15,7 +15,8 @@ from exporter.k8s.selectors import parse_label_selector
 from exporter.kube.pods import pod_watch
 from exporter.replicas import autoscalers, startup
 from exporter.replicas.collector import ReplicasCollector
-from exporter.sources.kube import ReflectorView, shared
+from exporter.sources.kube_reflector import ReflectorView
+from exporter.sources.kube_shared import shared
 
 
 def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:

@@ -18,7 +18,8 @@ from exporter.exposition import Family
 from exporter.k8s import frontends
 from exporter.k8s.frontends import Frontend
 from exporter.routes import model
-from exporter.sources.kube import Mirror, Reflectors, shared
+from exporter.sources.kube_mirror import Mirror, Reflectors
+from exporter.sources.kube_shared import shared
 from exporter.watched import Recomputed, Watching
 
 

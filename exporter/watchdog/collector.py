@@ -17,7 +17,9 @@ from typing import Any
 from exporter.config import Watchdog, WatchdogPrometheus
 from exporter.exposition import Family
 from exporter.logs import LIMIT_KEY
-from exporter.sources.kube import KubeConfigError, Reflector, Reflectors, connect
+from exporter.sources.kube_connect import KubeConfigError, connect
+from exporter.sources.kube_mirror import Reflectors
+from exporter.sources.kube_reflector import Reflector
 from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
 from exporter.watchdog import model
 from exporter.watchdog.adapter import Cluster, Evaluator, Query, keda_query

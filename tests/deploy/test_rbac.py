@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from exporter.sources import kube
+from exporter.sources import kube_resources
 from tests.deploy.manifests import BASE, ROOT, Obj, find, pod_spec, render
 
 # Which packages build each role's collectors (exporter/roles.py).
@@ -30,9 +30,9 @@ def watched(role: str) -> set[tuple[str, str]]:
 
 def api_group(resource: str) -> str:
     """The API group of a resource the adapter can watch, from its own tables (built-in or custom)."""
-    if resource in kube._CUSTOM:
-        return kube._CUSTOM[resource][0]
-    return kube._LISTERS[resource][0]
+    if resource in kube_resources._CUSTOM:
+        return kube_resources._CUSTOM[resource][0]
+    return kube_resources._LISTERS[resource][0]
 
 
 def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
@@ -67,13 +67,13 @@ def test_the_code_scan_finds_the_watches() -> None:
 def test_no_code_reads_single_objects() -> None:
     """The adapter only GETs collections (a watch is a list with watch=true); a GET of one object, or a client
     `read_*` call, would need the `get` verb as well."""
-    for resource in kube.RESOURCES:
-        group, version, *_ = kube._LISTERS.get(resource) or kube._CUSTOM[resource]
+    for resource in kube_resources.RESOURCES:
+        group, version, *_ = kube_resources._LISTERS.get(resource) or kube_resources._CUSTOM[resource]
         base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        plural = kube._CUSTOM[resource][2] if resource in kube._CUSTOM else resource
-        assert kube.collection_path(resource, None) == f"{base}/{plural}"
-        if resource in kube._CUSTOM or kube._LISTERS[resource][2]:
-            assert kube.collection_path(resource, "ns") == f"{base}/namespaces/ns/{plural}"
+        plural = kube_resources._CUSTOM[resource][2] if resource in kube_resources._CUSTOM else resource
+        assert kube_resources.collection_path(resource, None) == f"{base}/{plural}"
+        if resource in kube_resources._CUSTOM or kube_resources._LISTERS[resource][2]:
+            assert kube_resources.collection_path(resource, "ns") == f"{base}/namespaces/ns/{plural}"
     single_reads = re.compile(r"\bread_(namespaced_\w+|node\w*|resource_\w+|device_class\w*)\(")
     calls = [
         f"{path.relative_to(ROOT)}: {m.group(0)}"

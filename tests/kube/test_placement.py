@@ -15,7 +15,7 @@ from exporter.kube.placement import PodIndex, PodIndexCache
 from exporter.kube.requests import amount, parse_quantity
 from exporter.kube.transform import node_record, pod_record
 from exporter.kube.view import compute
-from exporter.sources.kube import key_of
+from exporter.sources.kube_reflector import key_of
 from tests.kube.objects import container, node, pod
 
 Obj = dict[str, Any]

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from exporter.demo.vllm_env import free_port
-from exporter.sources import kube
-from exporter.sources.kube import KubeConfigError, Reflector, connect
+from exporter.sources.kube_connect import CONNECTION_POOL_SIZE, KubeConfigError, connect
+from exporter.sources.kube_reflector import Reflector
+from exporter.sources.kube_shared import shared
 from tests.fakes.kube_api import FakeKubeAPI
 from tests.kube.objects import node, pod
 from tests.kube.waiting import eventually
@@ -208,8 +209,8 @@ def test_views_share_one_list_and_watch_and_hear_only_their_own_changes(
     fake_api.apply(node("a", gpus=2))
     fake_api.apply(node("b", gpus=0))
     api = connect(kubeconfig)
-    shared_one = kube.shared(api, "nodes", **FAST)
-    assert kube.shared(connect(kubeconfig), "nodes", **FAST) is shared_one  # same server and identity
+    shared_one = shared(api, "nodes", **FAST)
+    assert shared(connect(kubeconfig), "nodes", **FAST) is shared_one  # same server and identity
     gpus = shared_one.view(gpus_of)
     names = shared_one.view(lambda o: o["metadata"]["name"])
     heard: dict[str, int] = {"gpus": 0, "names": 0}
@@ -223,7 +224,7 @@ def test_views_share_one_list_and_watch_and_hear_only_their_own_changes(
     assert heard == {"gpus": 1, "names": 1}  # the list
     with pytest.raises(RuntimeError):
         shared_one.view(gpus_of)  # too late: it would miss what was listed
-    assert kube.shared(api, "nodes", **FAST) is not shared_one  # a started watch is not joined
+    assert shared(api, "nodes", **FAST) is not shared_one  # a started watch is not joined
     fake_api.apply(node("b", gpus=0))  # nothing either view keeps changed
     fake_api.apply(node("c", gpus=4))
     eventually(lambda: gpus.items() == {"a": 2, "c": 4})
@@ -263,4 +264,4 @@ def test_the_cluster_roles_engine_pod_collectors_list_each_resource_once(
 def test_the_client_keeps_a_connection_for_every_watch_of_the_cluster_role(kubeconfig: str) -> None:
     """About twenty watches stream at once in the cluster role; a pool smaller than that (the client's default
     is 5 per CPU) discards connections at each release and reconnects, warning each time."""
-    assert connect(kubeconfig).configuration.connection_pool_maxsize == kube.CONNECTION_POOL_SIZE >= 20
+    assert connect(kubeconfig).configuration.connection_pool_maxsize == CONNECTION_POOL_SIZE >= 20

@@ -13,7 +13,7 @@ from exporter.kube.pending import classify
 from exporter.kube.records import ClaimRecord, NodeRecord, PodRecord, SliceRecord
 from exporter.kube.transform import claim_record, node_record, pod_record, slice_record
 from exporter.kube.view import ClusterView, compute
-from exporter.sources.kube import key_of
+from exporter.sources.kube_reflector import key_of
 from tests.kube.objects import GPU, container, node, pod, resource_claim, resource_slice, taint
 
 MIG = "nvidia.com/mig-1g.10gb"

@@ -1,4 +1,4 @@
-"""The reflector (exporter/sources/kube.py) against the real API server: an API server restart over a
+"""The reflector (exporter/sources/kube_reflector.py) against the real API server: an API server restart over a
 compacted etcd answers the resumed watch with 410 Gone and the reflector relists; changes made after the
 restart arrive; `last_sync_timestamp` stands still while the API server is away; bookmarks move the
 resourceVersion of a quiet watch on without a relist.
@@ -17,7 +17,8 @@ import pytest
 
 from exporter.kube.records import NodeRecord, PodRecord
 from exporter.kube.transform import node_record, pod_record
-from exporter.sources.kube import Reflector, connect
+from exporter.sources.kube_connect import connect
+from exporter.sources.kube_reflector import Reflector
 from tests.kubecluster import Cluster, wait_for
 
 FAST: dict[str, Any] = {"backoff_initial_seconds": 0.2, "backoff_max_seconds": 1.0, "connect_timeout_seconds": 5.0}

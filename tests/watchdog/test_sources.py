@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from exporter.sources.kube import Reflector, connect
+from exporter.sources.kube_connect import connect
+from exporter.sources.kube_reflector import Reflector
 from exporter.watchdog import model
 from tests.fakes.kube_api import FakeKubeAPI
 

@@ -1,6 +1,5 @@
-"""Kubernetes API access: the only module that imports `kubernetes`.
+"""The reflector: a list+watch mirror of one Kubernetes resource, kept in memory as small records.
 
-    api = connect(kubeconfig)          # None: in-cluster config, then ~/.kube/config; raises KubeConfigError
     pods = Reflector(api, "pods", transform=to_record, field_selector="spec.nodeName=node-1",
                      on_event=mark_dirty, page_size=500)
     pods.start()                       # a daemon thread: list, then watch, forever
@@ -11,14 +10,10 @@
     pods.stats()                       # ReflectorStats: objects, relists, watch_restarts, errors
     pods.stop()
 
-One watch, several readers: `view = pods.view(transform)` (before `start()`) keeps its own records of the
-same list+watch (decoded once), and calls its listeners (`view.listen(callback)`) only when its own records
-changed. `shared(api, "pods", field_selector=...)` hands every collector built against the same API server
-and identity the same not-yet-started reflector, so that the cluster role lists and watches each resource
-once; a view's `start()`/`stop()` start the reflector with the first reader and stop it with the last.
-
-Resources: `nodes`, `pods`, `resourceslices`, `resourceclaims`, `deviceclasses` (the last three from
-`resource.k8s.io/v1`); `namespace=` narrows the namespaced ones.
+`api` comes from `kube_connect.connect`, the resources and their paths from `kube_resources` (`namespace=`
+narrows the namespaced ones). One watch, several readers: `view = pods.view(transform)` (before `start()`)
+keeps its own records of the same list+watch (decoded once), and calls its listeners (`view.listen(callback)`)
+only when its own records changed; `kube_shared.shared` hands such a reflector to every collector.
 
 `transform(raw_object_dict) -> record | None` runs on every listed or watched object; only what it returns
 is kept (None: not kept, and a kept object whose update transforms to None is dropped). Keeping a few
@@ -35,8 +30,7 @@ How it survives real API servers:
   relist, then watch from the new list's resourceVersion;
 - a dropped connection, a 5xx or an API server that is down (also at start) is retried with exponential
   backoff; the stored view is kept meanwhile and `last_sync_timestamp()` tells how old it is;
-- responses are read as raw JSON (`_preload_content=False`): the client's `Watch.stream(deserialize=False)`
-  crashes on ERROR events, and its typed models are heavy and strict (client 37 uses pydantic).
+- responses are read as raw JSON (see `kube_resources`).
 
 `optional=True` (DRA objects): a 403/404 answer (API group not served, or no RBAC for it) counts as an
 empty, synced collection, retried every `optional_retry_seconds`, so readiness does not wait on it.
@@ -49,94 +43,22 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import urllib3
-import yaml
-from kubernetes import client
-from kubernetes import config as _config
 from kubernetes.client.exceptions import ApiException
 
-from exporter import hostile
 from exporter.sources.kube_failures import Failures
+from exporter.sources.kube_mirror import ReflectorStats
+from exporter.sources.kube_resources import lister, stream_lines
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("exporter.sources.kube")  # the reflectors' lines, under the name they always had
 # urllib3 warns at each of its own quick retries of a connection: the reflectors say an outage once themselves
 logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
-config: Any = _config  # the config loaders carry no type hints
-
 T = TypeVar("T")
 V = TypeVar("V")
-
-# built-in resources: resource -> (API group, version, namespaced). Lists and watches are plain GETs of the
-# collection's path through the ApiClient: the typed API classes (`CoreV1Api`, ...) cost ~20 MiB of
-# resident memory each for methods the reflector never calls.
-_LISTERS: dict[str, tuple[str, str, bool]] = {
-    "nodes": ("", "v1", False),
-    "pods": ("", "v1", True),
-    "resourceslices": ("resource.k8s.io", "v1", False),
-    "resourceclaims": ("resource.k8s.io", "v1", True),
-    "deviceclasses": ("resource.k8s.io", "v1", False),
-    "services": ("", "v1", True),
-    "configmaps": ("", "v1", True),
-    "ingresses": ("networking.k8s.io", "v1", True),
-    "horizontalpodautoscalers": ("autoscaling", "v2", True),
-    # audit: the engine workloads and the disruption budgets around them
-    "deployments": ("apps", "v1", True),
-    "statefulsets": ("apps", "v1", True),
-    "poddisruptionbudgets": ("policy", "v1", True),
-}
-# custom resources (CRDs that may be absent: use optional=True): resource -> (group, version, plural)
-_CUSTOM: dict[str, tuple[str, str, str]] = {
-    "httproutes": ("gateway.networking.k8s.io", "v1", "httproutes"),
-    "scaledobjects": ("keda.sh", "v1alpha1", "scaledobjects"),
-    "scaledjobs": ("keda.sh", "v1alpha1", "scaledjobs"),
-    # audit
-    "leaderworkersets": ("leaderworkerset.x-k8s.io", "v1", "leaderworkersets"),
-    "podautoscalers": ("autoscaling.aibrix.ai", "v1alpha1", "podautoscalers"),
-    "routes": ("route.openshift.io", "v1", "routes"),
-    "inferencepools": ("inference.networking.k8s.io", "v1", "inferencepools"),
-}
-RESOURCES = (*_LISTERS, *_CUSTOM)
-
-
-class KubeConfigError(Exception):
-    """No usable Kubernetes configuration: neither in-cluster nor a kubeconfig file."""
-
-
-CONNECTION_POOL_SIZE = 32
-
-
-def connect(kubeconfig: str | None = None) -> Any:
-    """An `ApiClient` for `kubeconfig`, or the in-cluster service account, or `~/.kube/config`."""
-    configuration = client.Configuration()
-    try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-        else:
-            try:
-                config.load_incluster_config(client_configuration=configuration)
-            except config.ConfigException:
-                config.load_kube_config(client_configuration=configuration)
-    except (config.ConfigException, OSError, TypeError, yaml.YAMLError, *hostile.BUILD_ERRORS) as exc:
-        where = kubeconfig or "in-cluster or ~/.kube/config"
-        said = hostile.why(exc) if isinstance(exc, (LookupError, AttributeError, RecursionError)) else exc
-        raise KubeConfigError(f"no Kubernetes configuration ({where}): {said}") from exc
-    # every watch holds one connection for its stream (the cluster role runs about twenty); the client's default
-    # pool (5 per CPU) would discard the ones over it at each release and open new ones, TLS handshake and all
-    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, CONNECTION_POOL_SIZE)
-    return client.ApiClient(configuration)
-
-
-@dataclass(frozen=True, slots=True)
-class ReflectorStats:
-    objects: int
-    relists: int  # full lists after the first one (410 Gone, resync)
-    watch_restarts: int  # watch streams that ended abnormally (error, dropped connection, 410)
-    errors: int  # failed requests, of any kind
 
 
 class _GoneError(Exception):
@@ -151,72 +73,6 @@ def key_of(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
     return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
-
-
-def _lines(response: Any) -> Iterator[bytes]:
-    """The newline-delimited lines of a streamed (chunked) response, as they arrive."""
-    buffer = b""
-    for chunk in response.stream(amt=None, decode_content=False):
-        buffer += chunk
-        while (newline := buffer.find(b"\n")) != -1:
-            line, buffer = buffer[:newline], buffer[newline + 1 :]
-            if line.strip():
-                yield line
-    if buffer.strip():
-        yield buffer
-
-
-# the reflector's keyword arguments -> the API's query parameters
-_QUERY = {
-    "limit": "limit",
-    "_continue": "continue",
-    "watch": "watch",
-    "resource_version": "resourceVersion",
-    "allow_watch_bookmarks": "allowWatchBookmarks",
-    "timeout_seconds": "timeoutSeconds",
-    "field_selector": "fieldSelector",
-    "label_selector": "labelSelector",
-}
-
-
-def collection_path(resource: str, namespace: str | None) -> str:
-    """The API path that lists (and, with `watch=true`, watches) `resource`, cluster-wide or in `namespace`."""
-    if resource in _CUSTOM:
-        group, version, plural = _CUSTOM[resource]
-        namespaced = True  # a cluster-scoped CRD is never asked for in a namespace
-    elif resource in _LISTERS:
-        group, version, namespaced = _LISTERS[resource]
-        plural = resource
-    else:
-        raise ValueError(f"unknown resource {resource!r} (known: {', '.join(RESOURCES)})")
-    if namespace is not None and not namespaced:
-        raise ValueError(f"{resource} is not namespaced")
-    base = f"/apis/{group}/{version}" if group else f"/api/{version}"
-    return f"{base}/namespaces/{namespace}/{plural}" if namespace is not None else f"{base}/{plural}"
-
-
-def _lister(api: Any, resource: str, namespace: str | None) -> Callable[..., Any]:
-    """A GET of `resource`'s collection returning the unread response (raising ApiException on non-2xx)."""
-    path = collection_path(resource, namespace)
-
-    def list_fn(*, _request_timeout: Any = None, **kwargs: Any) -> Any:
-        kwargs.pop("namespace", None)  # already in the path
-        kwargs.pop("_preload_content", None)  # the response is always returned unread
-        query = [(_QUERY[name], value) for name, value in kwargs.items() if value is not None]
-        request = api.param_serialize(
-            method="GET",
-            resource_path=path,
-            query_params=query,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = api.call_api(*request, _request_timeout=_request_timeout)
-        if not 200 <= response.status <= 299:
-            response.read()
-            raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return response.response
-
-    return list_fn
 
 
 class Reflector(Generic[T]):
@@ -241,7 +97,7 @@ class Reflector(Generic[T]):
         optional_retry_seconds: float = 300.0,
         connect_timeout_seconds: float = 10.0,
     ) -> None:
-        self._list_fn: Callable[..., Any] = _lister(api, resource, namespace)
+        self._list_fn: Callable[..., Any] = lister(api, resource, namespace)
         self._base_kwargs: dict[str, Any] = {"namespace": namespace} if namespace is not None else {}
         if field_selector:
             self._base_kwargs["field_selector"] = field_selector
@@ -442,7 +298,7 @@ class Reflector(Generic[T]):
         try:
             if self._stop.is_set():  # stop() ran while we connected and saw no response to cut
                 return True
-            for line in _lines(response):
+            for line in stream_lines(response):
                 received = True
                 self._handle(json.loads(line))
         finally:
@@ -578,94 +434,8 @@ class ReflectorView(Generic[T]):
         return self._reflector.failure()
 
 
-class Mirror(Protocol[T]):
-    """What collectors read of a `Reflector` or a `ReflectorView`."""
-
-    resource: str
-
-    def start(self) -> None: ...
-    def stop(self, timeout: float = 5.0) -> None: ...
-    def synced(self) -> bool: ...
-    def available(self) -> bool: ...
-    def items(self) -> dict[str, T]: ...
-    def values(self) -> list[T]: ...
-    def last_sync_timestamp(self) -> float | None: ...
-    def stats(self) -> ReflectorStats: ...
-    def failure(self) -> str: ...
-    def listen(self, callback: Callable[[], None]) -> None: ...
-
-
-def _keep_nothing(obj: dict[str, Any]) -> None:
-    return None
-
-
-_shared_lock = threading.Lock()
-_shared: dict[tuple[Any, ...], Reflector[None]] = {}
-
-
-def _identity(api: Any) -> tuple[Any, ...]:
-    """The API server and the credentials of `api`: clients that see the same objects."""
-    c = api.configuration
-    keys = tuple(sorted((c.api_key or {}).items()))
-    return (c.host, keys, c.cert_file, c.key_file, c.username)
-
-
-def shared(
-    api: Any,
-    resource: str,
-    *,
-    field_selector: str | None = None,
-    label_selector: str | None = None,
-    namespace: str | None = None,
-    **options: Any,
-) -> Reflector[None]:
-    """The one list+watch of `resource` (with these selectors) for every reader built against the same API
-    server and identity before it starts; read it through `view()`. It keeps no records of its own. A
-    reflector already started is not joined (a view added then would miss the objects listed): the next
-    caller gets a new one. Optional and required watches of a resource are apart (an optional one reads a
-    403 as none); the other `options` (page size, backoff) are those of its first caller."""
-    key = (_identity(api), resource, field_selector, label_selector, namespace, bool(options.get("optional")))
-    with _shared_lock:
-        reflector = _shared.get(key)
-        if reflector is None or reflector.started:
-            reflector = _shared[key] = Reflector(
-                api,
-                resource,
-                transform=_keep_nothing,
-                field_selector=field_selector,
-                label_selector=label_selector,
-                namespace=namespace,
-                **options,
-            )
-        return reflector
-
-
 def _safe_key(obj: dict[str, Any]) -> str:
     try:
         return key_of(obj)
     except (KeyError, TypeError, AttributeError):
         return "<unnamed>"
-
-
-class Reflectors(dict[str, "Mirror[Any]"]):
-    """Named reflectors (or views) that a collector starts, stops and waits on together."""
-
-    def start(self) -> None:
-        for reflector in self.values():
-            reflector.start()
-
-    def stop(self) -> None:
-        for reflector in self.values():
-            reflector.stop()
-
-    def synced(self) -> bool:
-        return all(r.synced() for r in self.values())
-
-    def waiting(self, names: Iterable[str] | None = None) -> list[str]:
-        """The names (of `names`, default all) of the reflectors whose first full list has not arrived yet."""
-        return list(self.pending(names))
-
-    def pending(self, names: Iterable[str] | None = None) -> dict[str, str]:
-        """`waiting`, each with why its last attempt failed ("": none failed, the first answer is awaited)."""
-        chosen = self if names is None else {n: self[n] for n in names if n in self}
-        return {name: r.failure() for name, r in chosen.items() if not r.synced()}
