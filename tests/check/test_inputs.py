@@ -14,6 +14,7 @@ import yaml
 from exporter.check import history
 from exporter.check.diagnosis import Running, explain
 from exporter.check.inputs import BadFileError, file_queries
+from exporter.engines import registry
 from tests.peers import peer
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "check_corpus"
@@ -158,7 +159,7 @@ def test_library_panels_scaledjobs_grafana_alerts_and_multi_document_yaml(tmp_pa
 
 def test_every_registered_engine_is_diagnosed_from_its_release_table() -> None:
     names = {h.engine for h in history.engines()}
-    assert names >= {"vllm", "sglang", "tgi", "trtllm", "llamacpp", "lmdeploy"}
+    assert names >= set(registry.NAMES)
     got = explain("sglang:queue_time_s", {"sglang": Running("sglang", "0.5.4", "from llm_engine_info")})
     assert got is not None and got.replacement == "sglang:queue_time_seconds"
     assert got.text == (
