@@ -56,6 +56,9 @@ class Engine:
     # sample is 0 they are absent, since an unused flag would otherwise read as zero work done
     counted_with_flag: frozenset[MetricSpec] = frozenset()
     derived: Mapping[MetricSpec, Derive] = field(default_factory=dict)
+    # label → what writes it, for a label it writes only with a flag or a feature (from the release source's
+    # `_meta.labels`): `check` says a matcher on it needs that flag, not that anything was renamed
+    label_flags: Mapping[str, str] = field(default_factory=dict)
     # its entry in `data/engine_metrics_by_version.json`, from which `engine_releases` derives its release table;
     # None where the table comes from elsewhere (vLLM's own source table, trtllm's written one)
     release_source: str | None = None

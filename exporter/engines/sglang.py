@@ -72,6 +72,11 @@ SPEC = Engine(
         m.LORA_SLOTS_USED: "--enable-lora",
     },
     counted_with_flag=frozenset({m.ESTIMATED_FLOPS}),  # a zero count is no estimate: absent
+    # `priority` only with priority scheduling (0.5.10 on), `dp_rank` only with DP attention
+    label_flags={
+        "priority": "priority scheduling (--enable-priority-scheduling)",
+        "dp_rank": "DP attention (--enable-dp-attention)",
+    },
     image_words=("sglang",),
     command=re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b"),
     context_args=("--context-length",),
