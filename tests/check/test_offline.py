@@ -20,7 +20,6 @@ from exporter.check.offline import OfflineChecker, TargetError, parse_target
 from exporter.check.report import RULES
 from exporter.check.variables import parse as parse_variables
 from exporter.check.variables import resolve
-from exporter.engines import registry
 from exporter.promql.parse import parse
 from exporter.promql.selectors import selectors
 from exporter.promql.tokens import PromQLSyntaxError
@@ -111,14 +110,6 @@ def test_hidden_since_is_the_first_release_that_hid_it() -> None:
 def test_derived_tables_are_up_to_date() -> None:
     assert tables.main([]) == 0
     assert history.main([]) == 0
-
-
-def test_every_registered_engine_has_a_release_table_to_judge_by() -> None:
-    """Derived or written (trtllm-serve's), each engine's table is there, under its own prefixes and name."""
-    for name, engine in registry.ENGINES.items():
-        table = tables.tables()[name]
-        assert (table.label, table.prefixes) == (engine.display_name, engine.prefixes)
-        assert table.releases == tuple(r.version for r in engine.releases().releases)
 
 
 def test_targets_name_known_releases() -> None:
