@@ -7,14 +7,17 @@ A workload is an engine workload when one of its pod's containers is an engine a
    `"false"` makes it none, whatever else it looks like;
 2. an engine's own pod labels: llm-d's `llm-d.ai/inferenceServing: "true"`, AIBrix's `model.aibrix.ai/name`,
    and the pods `cluster.engine_label_selector` selects, as the cluster role's engine-pod watch does;
-3. the command and arguments: `vllm serve`, `vllm.entrypoints.openai.api_server`, `sglang.launch_server`,
-   `text-generation-launcher`, `llama-server`, `lmdeploy serve`, `trtllm-serve` (also inside `sh -c "…"`);
-4. the image: its repository path split into words (`/`, `-`, `_`, `.`) contains an engine's word
-   (`vllm`, `sglang`, `text-generation-inference`, `lmdeploy`, `llama.cpp`, `tensorrt-llm`/`trtllm`, `tgi`).
-   Template placeholders (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
+3. the command and arguments match an engine's `command`: `vllm serve`, `vllm.entrypoints.openai.api_server`,
+   `sglang.launch_server`, `text-generation-launcher`, `llama-server`, `lmdeploy serve`, `trtllm-serve` (also
+   inside `sh -c "…"`);
+4. the image: its repository path split into words (`/`, `-`, `_`, `.`) contains one of an engine's
+   `image_words` (`vllm`, `sglang`, `text-generation-inference`, `lmdeploy`, `llama.cpp`, `tensorrt-llm`/`trtllm`,
+   `tgi`). Template placeholders (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
    `${REGISTRY}/vllm-openai:${TAG}` is still vLLM and an image that is only a placeholder leaves the
    decision to the command, the labels and the ports;
 5. a container port named after an engine (`vllm`, `sglang`, `tgi`, ...).
+
+What names an engine is part of its record (`exporter.engines.engine.Engine`), read here from the registry.
 
 Routers, endpoint pickers and adapters are not engines even when their names contain one (vLLM's
 production-stack router, the Gateway API Inference Extension's endpoint picker, llm-d's inference
@@ -30,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from exporter.audit.model import Container, Workload
+from exporter.engines.registry import ENGINES
 from exporter.k8s.selectors import Selector
 
 SCRAPE_ANNOTATION = "llm-exporter.io/scrape"
@@ -47,29 +51,13 @@ class Recognition:
 DEFAULT = Recognition()
 
 _PLACEHOLDER = re.compile(r"\{\{.*?\}\}|\$\{[^}]*\}|\$\([^)]*\)|<[^>]*>")
-_ENGINE_WORDS = {
-    "vllm": "vllm",
-    "sglang": "sglang",
-    "lmdeploy": "lmdeploy",
-    "trtllm": "trtllm",
-    "tgi": "tgi",
+_IMAGE_PHRASES = {  # names of several words, matched on the joined words before any single word
+    word: e.name for e in ENGINES.values() for word in e.image_words if " " in word
 }
-_ENGINE_PHRASES = {  # multi-word names, matched on the joined words
-    "text generation inference": "tgi",
-    "llama cpp": "llamacpp",
-    "tensorrt llm": "trtllm",
-}
-_ENGINE_ARGV = (
-    (re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\b"), "vllm"),
-    (re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b"), "sglang"),
-    (re.compile(r"\btext-generation-launcher\b"), "tgi"),
-    (re.compile(r"\bllama-server\b"), "llamacpp"),
-    (re.compile(r"\blmdeploy\s+serve\b"), "lmdeploy"),
-    (re.compile(r"\btrtllm-serve\b"), "trtllm"),
-)
+_IMAGE_WORDS = {word: e.name for e in ENGINES.values() for word in e.image_words if " " not in word}
+_COMMANDS = tuple((e.command, e.name) for e in ENGINES.values() if e.command is not None)
 _ROUTER_WORDS = {"router", "epp", "gateway", "adapter", "syncer", "picker", "scheduler", "envoy", "proxy"}
 _ROUTER_ARGS = re.compile(r"--routing-logic\b|--pool-name\b|-poolName\b|--poolName\b|\bepp\b")
-_PORT_NAMES = {"vllm", "sglang", "tgi", "llamacpp", "lmdeploy", "trtllm"}
 
 
 def image_words(image: str) -> list[str]:
@@ -83,15 +71,15 @@ def image_words(image: str) -> list[str]:
 def image_engine(image: str) -> str | None:
     words = image_words(image)
     joined = " ".join(words)
-    for phrase, engine in _ENGINE_PHRASES.items():
+    for phrase, engine in _IMAGE_PHRASES.items():
         if phrase in joined:
             return engine
-    return next((_ENGINE_WORDS[w] for w in words if w in _ENGINE_WORDS), None)
+    return next((_IMAGE_WORDS[w] for w in words if w in _IMAGE_WORDS), None)
 
 
 def argv_engine(c: Container) -> str | None:
     text = " ".join(c.argv)
-    return next((engine for pattern, engine in _ENGINE_ARGV if pattern.search(text)), None)
+    return next((engine for pattern, engine in _COMMANDS if pattern.search(text)), None)
 
 
 def is_router(c: Container) -> bool:
@@ -106,7 +94,7 @@ def container_engine(c: Container) -> str | None:
     engine = argv_engine(c) or image_engine(c.image)
     if engine:
         return engine
-    return next((name for name, _ in c.ports if name in _PORT_NAMES), None)
+    return next((name for name, _ in c.ports if name in ENGINES), None)
 
 
 def _opted(annotations: Mapping[str, str], key: str) -> bool | None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from exporter.check import diagnosis
 from exporter.check.history import engines
 from exporter.check.tables import EngineTable, Family, owner
+from exporter.engines import registry
 from exporter.promql.selectors import Matcher
 
 LOOK_ALIKES: dict[str, tuple[str, str]] = {
@@ -47,20 +48,13 @@ LOOK_ALIKES: dict[str, tuple[str, str]] = {
 """Names no release exposes, seen in public dashboards (Dynamo's SGLang dashboard, SGLang's own), whose meant
 family the tables hold; keys ending in `_` match every name they begin."""
 
-LABEL_FLAGS: dict[str, dict[str, str]] = {
-    # engine → label → what writes it; from data/engine_metrics_by_version.json (`_meta.labels`): SGLang's
-    # `priority` only with --enable-priority-scheduling (0.5.10 on), `dp_rank` only with DP attention
-    "sglang": {
-        "priority": "priority scheduling (--enable-priority-scheduling)",
-        "dp_rank": "DP attention (--enable-dp-attention)",
-    },
-}
-
 
 def label_flag(table: EngineTable, matchers: Iterable[Matcher]) -> Finding | None:
     """A matcher that selects a label the engine writes only with a flag (`priority="high"`), or None."""
+    engine = registry.ENGINES.get(table.engine)
+    flagged = engine.label_flags if engine is not None else {}
     for m in matchers:
-        needs = LABEL_FLAGS.get(table.engine, {}).get(m.label)
+        needs = flagged.get(m.label)
         if needs and m.op in ("=", "=~") and m.value not in ("", ".*", ".+"):
             text = f"{table.label} writes the label {m.label} only with {needs}: {m} needs it, not renamed"
             return Finding("needs-flag", text, state="flag")

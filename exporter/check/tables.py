@@ -25,7 +25,8 @@ from typing import Any
 
 from exporter.catalogue.spec import HISTOGRAM_SUFFIXES
 from exporter.derived import derived_file_main
-from exporter.engines import engine_releases, registry, trtllm
+from exporter.engines import engine_releases, registry
+from exporter.engines.engine import Engine
 from exporter.versions import parse_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,15 +255,16 @@ def _prefixes(engine: str) -> tuple[str, ...]:
     return known.prefixes if known is not None else (f"{engine}:",)
 
 
-def _trtllm() -> EngineTable:
-    table = trtllm.releases()
+def _written(engine: Engine) -> EngineTable:
+    """The table of an engine whose release table is written, not derived (trtllm-serve's): names only."""
+    table = engine.releases()
     versions = tuple(r.version for r in table.releases)
     families = {}
     for name in sorted(table.known):
         default = Exposure(frozenset(r.version for r in table.releases if name in r.expected), {})
         series = [name, *(name + s for s in HISTOGRAM_SUFFIXES)] if name.endswith("_seconds") else [name]
         families[name] = Family(name, {}, dict.fromkeys(series, default))
-    return EngineTable("trtllm", display_name("trtllm"), ("trtllm_",), versions, families)
+    return EngineTable(engine.name, engine.display_name, engine.prefixes, versions, families)
 
 
 @cache
@@ -270,7 +272,9 @@ def tables() -> dict[str, EngineTable]:
     """Every engine the release tables know, by its name (`vllm`, `sglang`, …)."""
     data = json.loads(resources.files("exporter.check").joinpath("data/release_series.json").read_text())
     out = {engine: _load_engine(engine, e) for engine, e in data["engines"].items()}
-    out.setdefault("trtllm", _trtllm())
+    for engine in registry.ENGINES.values():
+        if engine.written_releases is not None:
+            out.setdefault(engine.name, _written(engine))
     return out
 
 

@@ -6,6 +6,7 @@ it asks the `Engine` for its sources, labels, version endpoint and release table
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -55,6 +56,9 @@ class Engine:
     # sample is 0 they are absent, since an unused flag would otherwise read as zero work done
     counted_with_flag: frozenset[MetricSpec] = frozenset()
     derived: Mapping[MetricSpec, Derive] = field(default_factory=dict)
+    # label → what writes it, for a label it writes only with a flag or a feature (from the release source's
+    # `_meta.labels`): `check` says a matcher on it needs that flag, not that anything was renamed
+    label_flags: Mapping[str, str] = field(default_factory=dict)
     # its entry in `data/engine_metrics_by_version.json`, from which `engine_releases` derives its release table;
     # None where the table comes from elsewhere (vLLM's own source table, trtllm's written one)
     release_source: str | None = None
@@ -69,6 +73,15 @@ class Engine:
     models_path: str | None = None
     # the same from the version answer itself (llama.cpp's /props: the context per slot), or None
     served_in_version: Callable[[object], tuple[ServedModel, ...]] | None = None
+    # how the audit knows the engine in a pod spec (`exporter.audit.recognise`); a port named `name` says it too.
+    # The words of an image's repository path that name it (`vllm`); a name of several words
+    # ("text generation inference") is matched on the path's joined words, before any single word
+    image_words: tuple[str, ...] = ()
+    command: re.Pattern[str] | None = None  # a match in its container's command and args (`vllm serve`)
+    # the arguments, then the environment variables, that cap the context it reserves KV cache for
+    # (context-oversized)
+    context_args: tuple[str, ...] = ()
+    context_env: tuple[str, ...] = ()
 
     def releases(self) -> Releases:
         """The per-release table (cached by its loader)."""

@@ -82,4 +82,8 @@ SPEC = Engine(
         m.PROMPT_TOKENS: "prompt_tokens_total excludes prompt-cache hits",
         m.KV_CACHE_USAGE: "removed from llama.cpp in May 2025 (PR #13660)",
     },
+    image_words=("llama cpp",),
+    command=re.compile(r"\bllama-server\b"),
+    context_args=("-c", "--ctx-size"),
+    context_env=("LLAMA_ARG_CTX_SIZE",),
 )

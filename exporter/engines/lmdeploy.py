@@ -9,6 +9,8 @@ Labelled series are created on first use.
 
 from __future__ import annotations
 
+import re
+
 from exporter.catalogue import engine as m
 from exporter.engines.engine import Engine
 
@@ -39,4 +41,7 @@ SPEC = Engine(
     version_path=None,
     activity=("lmdeploy:prompt_tokens_total", "lmdeploy:request_success_total"),
     notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds averages each engine output over its tokens"},
+    image_words=("lmdeploy",),
+    command=re.compile(r"\blmdeploy\s+serve\b"),
+    context_args=("--session-len",),
 )

@@ -17,6 +17,8 @@ Series appear after the first batch/request (prometheus_client children are crea
 
 from __future__ import annotations
 
+import re
+
 from exporter.catalogue import engine as m
 from exporter.engines.engine import Engine
 
@@ -70,4 +72,12 @@ SPEC = Engine(
         m.LORA_SLOTS_USED: "--enable-lora",
     },
     counted_with_flag=frozenset({m.ESTIMATED_FLOPS}),  # a zero count is no estimate: absent
+    # `priority` only with priority scheduling (0.5.10 on), `dp_rank` only with DP attention
+    label_flags={
+        "priority": "priority scheduling (--enable-priority-scheduling)",
+        "dp_rank": "DP attention (--enable-dp-attention)",
+    },
+    image_words=("sglang",),
+    command=re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b"),
+    context_args=("--context-length",),
 )

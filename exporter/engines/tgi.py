@@ -12,6 +12,8 @@ Every series is registered on first use: a fresh TGI has almost none.
 
 from __future__ import annotations
 
+import re
+
 from exporter.catalogue import engine as m
 from exporter.engines.engine import Engine
 
@@ -40,4 +42,9 @@ SPEC = Engine(
         m.PROMPT_TOKENS: "only a per-request input length histogram",
         m.GENERATION_TOKENS: "only a per-request generated tokens histogram",
     },
+    image_words=("text generation inference", "tgi"),
+    command=re.compile(r"\btext-generation-launcher\b"),
+    # the total tokens, or the input cap the product chose (either one says the context was sized)
+    context_args=("--max-total-tokens", "--max-input-tokens", "--max-input-length"),
+    context_env=("MAX_TOTAL_TOKENS", "MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH"),
 )

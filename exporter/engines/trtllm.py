@@ -13,6 +13,7 @@ Series are created on first use (and need `return_perf_metrics: true`).
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from exporter.catalogue import engine as m
@@ -75,4 +76,7 @@ SPEC = Engine(
     json_at_metrics=True,  # its /metrics is JSON iteration stats
     activity=("trtllm_request_success_total", "request_success_total"),
     notes={m.INTER_TOKEN_LATENCY: "time_per_output_token_seconds is TPOT, a per-request mean (see TPOT metric)"},
+    image_words=("tensorrt llm", "trtllm"),
+    command=re.compile(r"\btrtllm-serve\b"),
+    context_args=("--max_seq_len", "--max-seq-len"),
 )

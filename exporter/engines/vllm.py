@@ -18,6 +18,7 @@ table applies.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from exporter.catalogue import engine as m
@@ -167,4 +168,8 @@ SPEC = Engine(
         m.LORA_MAX_ADAPTERS: lora_max_adapters,
     },
     models_path="/v1/models",
+    image_words=("vllm",),
+    command=re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\b"),
+    context_args=("--max-model-len", "--max_model_len"),
+    context_env=("VLLM_MAX_MODEL_LEN",),
 )

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from exporter.audit import model
+from exporter.audit.checks.context_oversized import context_limit
 from exporter.audit.recognise import engine_container, engine_of, image_engine
+from exporter.engines import registry
 from tests.audit import objects as o
 
 
@@ -54,6 +56,26 @@ def test_the_command_decides_where_the_image_cannot() -> None:
     assert engine_container(workload(nothing)) is None
     port = o.changed(o.engine(), image="$(IMAGE)", args=[], ports=[{"name": "sglang", "containerPort": 30000}])
     assert engine_of(workload(port)) == "sglang"
+
+
+@pytest.mark.parametrize("engine", registry.NAMES)
+def test_every_registered_engine_is_recognised_and_its_context_read(engine: str) -> None:
+    """The audit knows an engine from its record alone: an engine added to the registry without its image words,
+    its command or its context arguments fails here instead of going unaudited."""
+    spec = registry.get(engine)
+    assert spec.image_words and spec.command is not None and spec.context_args
+    image = f"registry.example.com/team/{spec.image_words[0].replace(' ', '-')}:1.0"
+    assert image_engine(image) == engine
+    port = o.changed(o.engine(), image="$(IMAGE)", args=[], ports=[{"name": engine, "containerPort": 8000}])
+    assert engine_of(workload(port)) == engine
+    for arg in spec.context_args:
+        c = engine_container(workload(o.changed(o.engine(), image=image, args=["--model", "m", arg, "8192"])))
+        assert c is not None and context_limit(engine, c) == (arg, 8192)
+    for env in spec.context_env:
+        c = engine_container(
+            workload(o.changed(o.engine(), image=image, args=[], env=[{"name": env, "value": "4096"}]))
+        )
+        assert c is not None and context_limit(engine, c) == (env, 4096)
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,8 @@ from tests.engines.engine_bodies import body
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "check_corpus"
 SAMPLE = re.compile(r"^([^#\s]\S*(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
 LMDEPLOY_MODEL = "/share/datasets/public_models/Meta-Llama-3-8B-Instruct"
+# the engines the corpus and LINTED query, each served live below: a subset on purpose (nothing there queries
+# trtllm-serve or llama.cpp)
 TARGETS = ("vllm==0.32.0", "sglang==0.5.23", "tgi==3.3.7", "lmdeploy==0.16.0")
 LINTED = [
     "sglang_num_running_reqs",

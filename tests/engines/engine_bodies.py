@@ -13,10 +13,14 @@ import json
 from functools import cache
 from typing import Any
 
-from exporter.engines import trtllm
+from exporter.engines import registry
 from exporter.engines.engine_releases import SOURCE, release_name
 
-SOURCE_KEY = {"sglang": "sglang", "tgi": "tgi", "llamacpp": "llamacpp", "lmdeploy": "lmdeploy"}
+# the engines whose bodies are generated here: every registered one but vLLM, whose bodies are captured from
+# real servers (tests/fixtures/vllm); taken from the registry so that a new engine is tested without a line here
+GENERATED = tuple(name for name in registry.NAMES if name != "vllm")
+# engine → its entry in the release source; llm-d's endpoint picker is no engine, but its source is there too
+SOURCE_KEY = {e.name: e.release_source for e in registry.ENGINES.values() if e.release_source is not None}
 SOURCE_KEY["llmd_epp"] = "llmd_epp"
 VALUES = {"model_name": "tiny", "engine": "0", "dp_rank": "0", "tp_rank": "0", "pp_rank": "0"}
 
@@ -29,8 +33,9 @@ def _source() -> dict[str, Any]:
 
 def records(engine: str, version: str) -> list[dict[str, Any]]:
     """The default (unconditional) families of one release, as its sources declare them."""
-    if engine == "trtllm":
-        release = next(r for r in trtllm.releases().releases if r.version == version)
+    written = registry.ENGINES.get(engine)
+    if written is not None and written.written_releases is not None:  # no source records: trtllm-serve's
+        release = next(r for r in written.releases().releases if r.version == version)
         return [_trtllm_record(name) for name in sorted(release.expected)]
     for key, metrics in _source()[SOURCE_KEY[engine]].items():
         if release_name(engine, key) == version:

@@ -16,10 +16,9 @@ from exporter.engines.history import histories
 from exporter.engines.targets import from_url
 from exporter.exposition import render
 from tests import golden
-from tests.engines.engine_bodies import body
+from tests.engines.engine_bodies import GENERATED, body
 
 GOLDEN = Path(__file__).parent / "golden" / "engines"
-OTHERS = ("sglang", "tgi", "trtllm", "llamacpp", "lmdeploy")
 
 
 def exposition(engine: str, text: str, version: str | None) -> str:
@@ -43,14 +42,14 @@ def boundary_releases(engine: str) -> list[str]:
     return [v for v in versions if v in chosen]
 
 
-CASES = [(engine, version) for engine in OTHERS for version in boundary_releases(engine)]
+CASES = [(engine, version) for engine in GENERATED for version in boundary_releases(engine)]
 
 
 def test_derived_release_tables_are_current() -> None:
     assert engine_releases.main([]) == 0, "run python -m exporter.engines.engine_releases --write"
 
 
-@pytest.mark.parametrize("engine", OTHERS)
+@pytest.mark.parametrize("engine", GENERATED)
 def test_every_source_is_a_name_some_release_exposes(engine: str) -> None:
     spec = registry.get(engine)
     known = spec.releases().known
@@ -100,7 +99,7 @@ def test_lmdeploy_release_is_inferred_from_its_renamed_counters() -> None:
         assert "llm_metric_present" in text
 
 
-@pytest.mark.parametrize("engine", ("sglang", "tgi", "trtllm", "lmdeploy"))
+@pytest.mark.parametrize("engine", [e for e in GENERATED if registry.get(e).lazy_series])
 def test_a_fresh_idle_lazy_engine_raises_no_missing_metric(engine: str) -> None:
     spec = registry.get(engine)
     newest = spec.releases().newest.version
@@ -134,7 +133,7 @@ def test_detection_from_the_body(engine: str, version: str) -> None:
 @settings(max_examples=150, deadline=None)
 @given(data=st.data())
 def test_mapping_never_reports_a_series_the_release_does_not_expose(data: st.DataObject) -> None:
-    engine = data.draw(st.sampled_from(OTHERS))
+    engine = data.draw(st.sampled_from(GENERATED))
     spec = registry.get(engine)
     release = data.draw(st.sampled_from(spec.releases().releases))
     if not release.expected:

@@ -9,6 +9,7 @@ import pytest
 from exporter.config import Engines, Target
 from exporter.engines.collector import EngineCollector
 from exporter.exposition import render
+from tests.engines.engine_bodies import GENERATED
 from tests.engines.engine_fakes import fake_engine, routes
 
 
@@ -30,22 +31,27 @@ def info(text: str) -> tuple[str, str, str]:
     return found.group(1), found.group(2), found.group(3)
 
 
-@pytest.mark.parametrize(
-    ("engine", "version", "answered", "expected"),
-    [
-        ("sglang", "0.5.23", "0.5.23", ("sglang", "0.5.23", "endpoint")),
-        ("sglang", "0.4.3.post2", "0.4.3.post2", ("sglang", "0.4.3.post2", "endpoint")),
-        ("tgi", "3.3.7", "3.3.7", ("tgi", "3.3.7", "endpoint")),
-        ("trtllm", "1.3.0", "1.3.0", ("trtllm", "1.3.0", "endpoint")),
-        ("trtllm", "1.1.0", "1.1.0", ("trtllm", "1.1.0", "endpoint")),  # unprefixed: found by its metrics path
-        ("llamacpp", "0c1e57098", "b0-unknown", ("llamacpp", "0c1e57098", "inferred")),  # sdist builds say b0
-        ("llamacpp", "7841fc723", "b0-unknown", ("llamacpp", "7841fc723", "inferred")),
-        # a release build says its build number: reported as said, placed in the table by that number
-        ("llamacpp", "0c1e57098", "b11434-9f4a0c2", ("llamacpp", "b11434", "endpoint")),
-        ("llamacpp", "e3546c794", "b9976-e3546c7", ("llamacpp", "b9976", "endpoint")),
-        ("lmdeploy", "0.16.0", None, ("lmdeploy", "0.16.0", "inferred")),  # LMDeploy has no version endpoint
-    ],
-)
+FOUND = [
+    ("sglang", "0.5.23", "0.5.23", ("sglang", "0.5.23", "endpoint")),
+    ("sglang", "0.4.3.post2", "0.4.3.post2", ("sglang", "0.4.3.post2", "endpoint")),
+    ("tgi", "3.3.7", "3.3.7", ("tgi", "3.3.7", "endpoint")),
+    ("trtllm", "1.3.0", "1.3.0", ("trtllm", "1.3.0", "endpoint")),
+    ("trtllm", "1.1.0", "1.1.0", ("trtllm", "1.1.0", "endpoint")),  # unprefixed: found by its metrics path
+    ("llamacpp", "0c1e57098", "b0-unknown", ("llamacpp", "0c1e57098", "inferred")),  # sdist builds say b0
+    ("llamacpp", "7841fc723", "b0-unknown", ("llamacpp", "7841fc723", "inferred")),
+    # a release build says its build number: reported as said, placed in the table by that number
+    ("llamacpp", "0c1e57098", "b11434-9f4a0c2", ("llamacpp", "b11434", "endpoint")),
+    ("llamacpp", "e3546c794", "b9976-e3546c7", ("llamacpp", "b9976", "endpoint")),
+    ("lmdeploy", "0.16.0", None, ("lmdeploy", "0.16.0", "inferred")),  # LMDeploy has no version endpoint
+]
+
+
+def test_every_generated_engine_is_found_by_a_fake() -> None:
+    """A registered engine without a fake (engine_fakes.routes) and a case here is never detected end to end."""
+    assert {engine for engine, *_ in FOUND} == set(GENERATED)
+
+
+@pytest.mark.parametrize(("engine", "version", "answered", "expected"), FOUND)
 def test_engine_and_version_found_without_configuration(
     engine: str, version: str, answered: str | None, expected: tuple[str, str, str]
 ) -> None:

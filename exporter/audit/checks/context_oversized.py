@@ -6,26 +6,15 @@ import re
 
 from exporter.audit.base import Check, Outcome, Subject, fail, ok, unknown
 from exporter.audit.model import Container, Surroundings
+from exporter.engines.registry import ENGINES
 
-# engine -> the argument or environment variable that caps the context
-_FLAGS = {
-    "vllm": (("--max-model-len", "--max_model_len"), ("VLLM_MAX_MODEL_LEN",)),
-    "sglang": (("--context-length",), ()),
-    # TGI: the total tokens, or the input cap the product chose (either one says the context was sized)
-    "tgi": (
-        ("--max-total-tokens", "--max-input-tokens", "--max-input-length"),
-        ("MAX_TOTAL_TOKENS", "MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH"),
-    ),
-    "llamacpp": (("-c", "--ctx-size"), ("LLAMA_ARG_CTX_SIZE",)),
-    "lmdeploy": (("--session-len",), ()),
-    "trtllm": (("--max_seq_len", "--max-seq-len"), ()),
-}
 OVERSIZE_FACTOR = 4.0  # a limit this many times the tokens really used per request reserves cache for nothing
 
 
 def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
     """(the argument or variable that sets it, the limit in tokens), None when the engine's default stands."""
-    flags, envs = _FLAGS.get(engine, ((), ()))
+    known = ENGINES.get(engine)
+    flags, envs = (known.context_args, known.context_env) if known is not None else ((), ())
     words = " ".join(c.argv).split()
     for i, word in enumerate(words):
         name, _, value = word.partition("=")
@@ -41,11 +30,12 @@ def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
-    if subject.engine not in _FLAGS:
+    engine = ENGINES.get(subject.engine)
+    if engine is None or not engine.context_args:
         return unknown("engine not recognised from the command or image: its context flag is unknown")
     found = context_limit(subject.engine, subject.engine_container)
     if found is None:
-        flags = "/".join(_FLAGS[subject.engine][0])
+        flags = "/".join(engine.context_args)
         return fail(f"no {flags}: the engine reserves KV cache for the model's full context")
     flag, limit = found
     used = subject.measured.context_tokens
