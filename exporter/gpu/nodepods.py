@@ -10,33 +10,36 @@ import logging
 
 from exporter.gpu.processes import PodNames, pod_names
 from exporter.sources.kube_connect import KubeConfigError, connect
-from exporter.sources.kube_reflector import Reflector
+from exporter.sources.kube_mirror import Mirror
+from exporter.sources.kube_shared import shared
 
 log = logging.getLogger(__name__)
 
 
 class NodePods:
-    def __init__(self, node: str, kubeconfig: str | None) -> None:
-        self._node = node
-        self._kubeconfig = kubeconfig
-        self._reflector: Reflector[PodNames] | None = None
+    """This node's pods by UID: a view of the node role's one watch of its pods (engine discovery reads it too),
+    made when built so that both join the same watch before it starts."""
 
-    def start(self) -> None:
-        if self._reflector is not None or not self._node:
+    def __init__(self, node: str, kubeconfig: str | None) -> None:
+        self._pods: Mirror[PodNames] | None = None
+        if not node:
             return
         try:
-            api = connect(self._kubeconfig)
+            api = connect(kubeconfig)
         except KubeConfigError as exc:
             log.info("GPU memory per pod unavailable: %s", exc)
             return
-        self._reflector = Reflector(api, "pods", transform=pod_names, field_selector=f"spec.nodeName={self._node}")
-        self._reflector.start()
+        self._pods = shared(api, "pods", field_selector=f"spec.nodeName={node}").view(pod_names)
+
+    def start(self) -> None:
+        if self._pods is not None:
+            self._pods.start()
 
     def close(self) -> None:
-        if self._reflector is not None:
-            self._reflector.stop()
+        if self._pods is not None:
+            self._pods.stop()
 
     def pods(self) -> list[PodNames] | None:
-        if self._reflector is None or not self._reflector.available():
+        if self._pods is None or not self._pods.available():
             return None
-        return list(self._reflector.items().values())
+        return list(self._pods.items().values())

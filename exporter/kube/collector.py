@@ -27,6 +27,7 @@ from exporter.kube.view import compute
 from exporter.sources.kube_connect import KubeConfigError, connect
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.sources.kube_reflector import Reflector
+from exporter.sources.kube_shared import shared
 from exporter.watched import Recomputed, Watching
 
 # finished pods hold nothing: let the API server filter them (a pod that finishes arrives as DELETED)
@@ -99,12 +100,13 @@ def _pod_record(obj: dict[str, Any]) -> PodRecord | None:
 
 
 def reflectors(api: Any, config: Cluster, on_event: Callable[[], None], **options: Any) -> dict[str, Mirror[Any]]:
-    """The cluster view's reflectors; the pods are a view of the role's one pod watch (`pod_watch`)."""
+    """The cluster view's reflectors; nodes and pods are views of the role's one watch of each (`shared`)."""
     tuning: dict[str, Any] = {"page_size": config.page_size, "resync_seconds": config.resync_seconds, **options}
     common: dict[str, Any] = {"on_event": on_event, **tuning}
     pods = pod_watch(api, **tuning).view(_pod_record, on_event)
     return {
-        "nodes": Reflector(api, "nodes", transform=transform.node_record, **common),
+        # a view of the role's one node watch: the audit reads nodes too
+        "nodes": shared(api, "nodes", **tuning).view(transform.node_record, on_event),
         "pods": pods,
         "resourceslices": Reflector(api, "resourceslices", transform=transform.slice_record, optional=True, **common),
         "resourceclaims": Reflector(api, "resourceclaims", transform=transform.claim_record, optional=True, **common),

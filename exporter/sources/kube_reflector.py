@@ -148,6 +148,10 @@ class Reflector(Generic[T]):
         self._views.append(view)
         return view
 
+    def require(self) -> None:
+        """A reader needs the resource: a 403 or 404 is a failure to report, not an empty collection."""
+        self._optional = False
+
     def listen(self, callback: Callable[[], None]) -> None:
         """Call `callback` (from the reflector's thread) after every change of the stored records."""
         self._listeners.append(callback)

@@ -39,12 +39,16 @@ def shared(
     """The one list+watch of `resource` (with these selectors) for every reader built against the same API
     server and identity before it starts; read it through `view()`. It keeps no records of its own. A
     reflector already started is not joined (a view added then would miss the objects listed): the next
-    caller gets a new one. Optional and required watches of a resource are apart (an optional one reads a
-    403 as none); the other `options` (page size, backoff) are those of its first caller."""
-    key = (_identity(api), resource, field_selector, label_selector, namespace, bool(options.get("optional")))
+    caller gets a new one. The watch is optional (a 403 or 404 reads as none) only while every reader says
+    so: one that needs the resource makes a refusal a failure to report, and the optional readers' views
+    are then unavailable until it lists. The other `options` (page size, backoff) are the first caller's."""
+    key = (_identity(api), resource, field_selector, label_selector, namespace)
     with _shared_lock:
         reflector = _shared.get(key)
-        if reflector is None or reflector.started:
+        if reflector is not None and not reflector.started:
+            if not options.get("optional"):
+                reflector.require()
+        else:
             reflector = _shared[key] = Reflector(
                 api,
                 resource,

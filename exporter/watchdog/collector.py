@@ -18,8 +18,8 @@ from exporter.config import Watchdog, WatchdogPrometheus
 from exporter.exposition import Family
 from exporter.logs import LIMIT_KEY
 from exporter.sources.kube_connect import KubeConfigError, connect
-from exporter.sources.kube_mirror import Reflectors
-from exporter.sources.kube_reflector import Reflector
+from exporter.sources.kube_mirror import Mirror, Reflectors
+from exporter.sources.kube_shared import shared
 from exporter.sources.prometheus import HttpPrometheus, Prometheus, PrometheusError, read_secret, tls_context
 from exporter.watchdog import model
 from exporter.watchdog.adapter import Cluster, Evaluator, Query, keda_query
@@ -30,12 +30,13 @@ log = logging.getLogger(__name__)
 Watched = tuple[model.WatchedQuery, ...]
 
 
-def make_reflectors(api: Any, config: Watchdog) -> dict[str, Reflector[Watched]]:
+def make_reflectors(api: Any, config: Watchdog) -> dict[str, Mirror[Watched]]:
+    """Views of the role's one watch of each resource (the audit reads ScaledObjects too)."""
     return {
         # the KEDA CRDs may be absent: optional, so a 404 reads as none (llm_query_source_available 0)
-        "scaledobjects": Reflector(api, "scaledobjects", transform=model.scaler_queries("ScaledObject"), optional=True),
-        "scaledjobs": Reflector(api, "scaledjobs", transform=model.scaler_queries("ScaledJob"), optional=True),
-        "configmaps": Reflector(api, "configmaps", transform=model.dashboards, label_selector=config.dashboard_label),
+        "scaledobjects": shared(api, "scaledobjects", optional=True).view(model.scaler_queries("ScaledObject")),
+        "scaledjobs": shared(api, "scaledjobs", optional=True).view(model.scaler_queries("ScaledJob")),
+        "configmaps": shared(api, "configmaps", label_selector=config.dashboard_label).view(model.dashboards),
     }
 
 
@@ -54,7 +55,7 @@ class WatchdogCollector(Watching):
 
     def __init__(
         self,
-        reflectors: Mapping[str, Reflector[Watched]],
+        reflectors: Mapping[str, Mirror[Watched]],
         client: Callable[[], Prometheus],
         interval_seconds: float,
         max_queries: int,

@@ -53,6 +53,7 @@ from urllib.parse import parse_qs, urlsplit
 RESOURCES: dict[str, tuple[str, str, str, bool]] = {
     "nodes": ("/api/v1", "v1", "Node", False),
     "pods": ("/api/v1", "v1", "Pod", True),
+    "configmaps": ("/api/v1", "v1", "ConfigMap", True),  # the watchdog's dashboards
     "resourceslices": ("/apis/resource.k8s.io/v1", "resource.k8s.io/v1", "ResourceSlice", False),
     "resourceclaims": ("/apis/resource.k8s.io/v1", "resource.k8s.io/v1", "ResourceClaim", True),
     "deviceclasses": ("/apis/resource.k8s.io/v1", "resource.k8s.io/v1", "DeviceClass", False),
