@@ -9,7 +9,9 @@ never had. The lints, each with the name to use instead:
 - `summary-no-buckets`: `_bucket` of a family that is a summary on that release (TGI from 2.3.0);
 - `look-alike`: a name no release had whose meant family is known (`LOOK_ALIKES`);
 - `needs-flag`: a family written only with a flag or feature ("needs --enable-lora", not "renamed"), or a
-  matcher on a label written only with one (SGLang's `priority`, `dp_rank`);
+  matcher on a label written only with one (SGLang's `priority`, `dp_rank`); a family hidden in a deprecation
+  window (vLLM's `--show-hidden-metrics-for-version`) whose successor the history names is `renamed` instead:
+  empty by default, the successor as the fix, the flag a stop-gap;
 - `renamed` / `removed` / `not-yet`: from the release histories (`diagnosis`);
 - `deprecated-name`: a name still written, in the window of a declared rename (llm-d's endpoint picker writes
   both names from router v0.9.0): a warning with the successor;
@@ -139,12 +141,34 @@ def _gated(table: EngineTable, family: Family, name: str, releases: list[str]) -
     for condition, (where, source) in exposure.gated.items():
         if where & set(releases):
             since = ", ".join(v for v in releases if v in where) if len(releases) == 1 else "its releases"
+            if condition.startswith(HIDDEN_FLAG) and (renamed := _hidden_rename(table, name, since, condition)):
+                return renamed
             text = (
                 f"{name} is written by {table.label} {since} only with {condition} (declared at {source}): "
                 f"needs {condition}, not renamed"
             )
             return Finding("needs-flag", text, state="flag")
     return None
+
+
+HIDDEN_FLAG = "--show-hidden-metrics-for-version"
+
+
+def _hidden_rename(table: EngineTable, name: str, since: str, condition: str) -> Finding | None:
+    """A hidden family of a deprecation window (vLLM hides a deprecated name for one minor release before
+    removing it): a rename with a grace flag, not a feature flag. Empty by default, the successor as the fix,
+    the flag only as a stop-gap; None when the history names no successor."""
+    history = next((h for h in engines() if h.engine == table.engine), None)
+    entry = history.lookup(name) if history is not None else None
+    if entry is None or not entry.successor:
+        return None
+    new = _sample(name, entry.name, entry.successor)
+    removed = f", removed in {table.label} {entry.removed_in}" if entry.removed_in else ""
+    text = (
+        f"{name} is hidden by {table.label} {since} (deprecated for {entry.successor}{removed}): empty by "
+        f"default; renamed to {new}; {condition} shows it again for this release only, a stop-gap"
+    )
+    return Finding("renamed", text, new)
 
 
 def _history(table: EngineTable, family: Family, name: str, version: str | None, on: str) -> Finding:
