@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         }
     else:
         recorded = {_recorded(q) for qs in by_file.values() for q in qs} - {""}
-        offline = OfflineChecker(against.values(), converting, recorded)
+        offline = OfflineChecker(against.values(), converting, recorded, since=before.values())
         results = {path: [offline.check(q) for q in queries] for path, queries in by_file.items()}
         scope = f"on {offline.describe()}"
         if before:

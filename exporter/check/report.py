@@ -139,6 +139,11 @@ RULES = (
         "A matcher on the label a rename swapped (pod_name for endpoint_name).",
         "Match on the label given.",
     ),
+    sarif.Rule(
+        "meaning-changed",
+        "A family that kept its name but changed what it measures between the releases of an upgrade.",
+        "Re-read the panel or threshold with the new meaning (see the message).",
+    ),
     sarif.Rule("promql-error", "A query that does not parse or that Prometheus refuses.", "Fix the PromQL."),
     sarif.Rule("bad-file", "A file check cannot read, parse or recognise.", "Fix or drop the file."),
 )
