@@ -49,6 +49,41 @@ LOOK_ALIKES: dict[str, tuple[str, str]] = {
 """Names no release exposes, seen in public dashboards (Dynamo's SGLang dashboard, SGLang's own), whose meant
 family the tables hold; keys ending in `_` match every name they begin."""
 
+_ROUTER = "production-stack's router (src/vllm_router/services/metrics_service/__init__.py)"
+OTHER_PRODUCERS: dict[str, dict[str, str]] = {
+    # engine → names with its prefix that no release of it writes but another producer does → who
+    "vllm": dict.fromkeys(
+        (
+            "vllm:current_qps",
+            "vllm:avg_decoding_length",
+            "vllm:num_prefill_requests",
+            "vllm:num_decoding_requests",
+            "vllm:num_incoming_requests_total",
+            "vllm:routing_decisions_total",
+            "vllm:healthy_pods_total",
+            "vllm:avg_latency",
+            "vllm:avg_itl",
+            "vllm:input_tokens_total",
+            "vllm:output_tokens_total",
+            "vllm:request_errors_total",
+            "vllm:request_latency_seconds_bucket",
+            "vllm:request_latency_seconds_sum",
+            "vllm:request_latency_seconds_count",
+            "vllm:gpu_prefix_cache_hit_rate",
+        ),
+        _ROUTER,
+    ),
+}
+"""Producers that write under an engine's prefix (vLLM production-stack's router re-publishes `vllm:` gauges of
+its own): their names are theirs, not judged by the engine's releases. Every other name with an engine's
+prefix that no release of it wrote is empty on every release."""
+
+
+def other_producer(table: EngineTable, name: str) -> str | None:
+    """Who writes `name` under `table`'s prefix when no release of the engine does, or None."""
+    return OTHER_PRODUCERS.get(table.engine, {}).get(name)
+
+
 LABEL_FLAGS: dict[str, dict[str, str]] = {
     # engine → label → what writes it; from data/engine_metrics_by_version.json (`_meta.labels`): SGLang's
     # `priority` only with --enable-priority-scheduling (0.5.10 on), `dp_rank` only with DP attention

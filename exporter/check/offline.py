@@ -3,9 +3,10 @@
 A selector of an engine's name is *data* when that release writes the sample by default, *flag* when only a
 flag or feature shows it (reported, not failed), *empty* otherwise (with why, from `names`, and the successor
 for `--fix`); a name no engine's table owns (kube-state-metrics, DCGM, recording rules, the router's own) is
-*not judged*, as is an engine given no `--against`, and a name with an engine's prefix that no release of that
-engine ever wrote and no lint corrects (production-stack's router writes `vllm:current_qps`). The query's
-verdict follows from its structure (`judge`).
+*not judged*, as is an engine given no `--against`, and a name with an engine's prefix that another producer
+writes (`names.OTHER_PRODUCERS`: production-stack's router writes `vllm:current_qps`). Any other name with an
+engine's prefix that no release of it ever wrote is *empty on every release*, with the look-alikes it has. The
+query's verdict follows from its structure (`judge`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from exporter.promql.tokens import PromQLSyntaxError
 
 NATIVE = "native-histogram-bucket"
 MEANING = "meaning-changed"
+NOT_JUDGED = "engine-name-not-judged"
 NEVER_FINAL = {"trtllm": TRTLLM_NEVER_FINAL}  # versions published only as pre-releases, per engine
 
 
@@ -115,9 +117,10 @@ class OfflineChecker:
         found = names.explain(name, target.version, target.table)
         if found is None:  # not reached: explain answers for every name the release does not write
             return Verdict(UNJUDGED, f"{name}: not judged")
-        if found.rule == "unknown":  # the engine's prefix, but no release of it ever wrote it: another producer's
-            text = f"{name}: not judged: {found.text} (another producer's name, a router's or a gateway's?)"
-            return Verdict(UNJUDGED, text)
+        if found.rule == "unknown" and (who := names.other_producer(target.table, name)) is not None:
+            return Verdict(UNJUDGED, f"{name}: not judged: {found.text}; it is {who}'s name")
+        if found.rule == "unknown":  # the engine's prefix, and no release of it ever wrote it
+            return Verdict(EMPTY, f"{name}: empty on every {target.table.label} release: {found.text}", found.rule)
         state = FLAG if found.state == "flag" else EMPTY
         return Verdict(state, f"{name}: {found.text}", found.rule, found.replacement)
 
@@ -198,12 +201,20 @@ class OfflineChecker:
             status = "allowed"
         if status == "unjudged":
             reasons = [verdicts[s].reason for s in parsed if verdicts[s].state == UNJUDGED]
+            if any(verdicts[s].state == UNJUDGED and _engine_name(s) for s in parsed):
+                rules = [NOT_JUDGED]  # an engine's name the tables could not judge: --strict fails it
         fix = None
         if renames:
             fix = query.written
             for old, new in renames.items():
                 fix = rename(fix, old, new)
         return Result(query, status, list(dict.fromkeys(reasons)), fix, renames, rules=list(dict.fromkeys(rules)))
+
+
+def _engine_name(sel: Selector) -> bool:
+    """A selector of a name with an engine's (or the router's) prefix."""
+    name = sel.name or anchored_name(sel)
+    return bool(name) and owner(name) is not None
 
 
 def _in_engine_pods(sel: Selector, verdict: Verdict) -> bool:

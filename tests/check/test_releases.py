@@ -136,3 +136,41 @@ def test_a_meaning_change_is_reported_on_the_upgrade_that_crosses_it(tmp_path: P
     assert (
         check(tmp_path, "sum(lmdeploy:num_requests_waiting)", "lmdeploy==0.18.0", since=("lmdeploy==0.9.2",))[0] == "ok"
     )
+
+
+# --- names no release has ---------------------------------------------------------------------------------
+
+
+def test_an_engine_name_no_release_had_is_empty_on_every_release(tmp_path: Path) -> None:
+    # before: "not judged: ... (another producer's name, a router's or a gateway's?)"
+    status, rules, reasons = check(tmp_path, "rate(vllm:request_failure_total[5m])", "vllm==0.33.0")
+    assert (status, rules) == ("empty", ["unknown"])
+    assert reasons == [
+        "vllm:request_failure_total: empty on every vLLM release: no vLLM release exposes "
+        "vllm:request_failure_total; similar vLLM names: vllm:request_success_total, "
+        "vllm:umbp_transfer_failed_total, vllm:watermark_requests_total"
+    ]
+
+
+def test_another_producers_name_under_the_prefix_stays_not_judged(tmp_path: Path) -> None:
+    # production-stack's router: src/vllm_router/services/metrics_service/__init__.py (Gauge "vllm:current_qps")
+    status, rules, reasons = check(tmp_path, "sum(vllm:current_qps)", "vllm==0.33.0")
+    assert (status, rules) == ("unjudged", ["engine-name-not-judged"])
+    assert reasons[0].endswith(
+        "it is production-stack's router (src/vllm_router/services/metrics_service/__init__.py)'s name"
+    )
+
+
+def test_strict_fails_a_file_whose_engine_queries_cannot_be_judged(tmp_path: Path) -> None:
+    path = rule_file(tmp_path, "sum(vllm:num_requests_waiting)", "up == 0")
+    assert run("--against", "sglang==0.5.23", str(path)).returncode == 0
+    done = run("--strict", "--against", "sglang==0.5.23", str(path))
+    assert done.returncode == 1, done.stderr
+    assert "vllm:num_requests_waiting: not judged: no --against for vLLM" in done.stdout
+    sarif = json.loads(run("--strict", "--against", "sglang==0.5.23", "--output", "sarif", str(path)).stdout)
+    levels = [(r["ruleId"], r["level"]) for r in sarif["runs"][0]["results"]]
+    assert levels == [("engine-name-not-judged", "error")]
+    sarif = json.loads(run("--against", "sglang==0.5.23", "--output", "sarif", str(path)).stdout)
+    assert [r["level"] for r in sarif["runs"][0]["results"]] == ["warning"]
+    # a name no engine owns (up) never fails it
+    assert run("--strict", "--against", "sglang==0.5.23", str(rule_file(tmp_path, "up == 0"))).returncode == 0
