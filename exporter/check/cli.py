@@ -8,7 +8,8 @@ that cluster sees it (the cluster's matcher on every selector, dashboards' clust
 reported with `(NAME=value)`; `--cluster VALUE` checks that one; `--replica-label` names the labels Prometheus
 replicas differ by. A store that does not answer (a partial response) is an error, never an empty result.
 Exit 0 when every query returned data, 1 when one is empty or warned about (an `or vector(0)` hiding an empty
-side, a scale-to-zero trigger that can never activate), 2 on bad input (a file that cannot be read, parsed or
+side, a scale-to-zero trigger that can never activate; with `--strict`, a query on an engine's names that the
+tables could not judge), 2 on bad input (a file that cannot be read, parsed or
 recognised, a PromQL error, a Prometheus that cannot be reached or refuses, an unknown engine or release): the
 other files are still checked.
 """
@@ -26,7 +27,7 @@ from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
 from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
-from exporter.check.report import Read, write_json, write_sarif, write_text
+from exporter.check.report import NOT_JUDGED, Read, write_json, write_sarif, write_text
 from exporter.check.scope import Cluster, ClusterScoped, add_replica_label
 from exporter.promql.cluster import DEFAULT_LABEL, label_name
 from exporter.sources.prometheus import HttpPrometheus, PrometheusError, read_secret
@@ -93,6 +94,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fix", action="store_true", help="print each fixable query rewritten to its successor")
     parser.add_argument("--write", action="store_true", help="rewrite the fixable queries in the files in place")
     parser.add_argument("-v", "--verbose", action="store_true", help="list the queries that returned data too")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --against: fail (exit 1, SARIF level error) a query on an engine's names that the release "
+        "tables could not judge",
+    )
 
 
 def file_name(text: str) -> Path:
@@ -176,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         }
     else:
         recorded = {_recorded(q) for qs in by_file.values() for q in qs} - {""}
-        offline = OfflineChecker(against.values(), converting, recorded)
+        offline = OfflineChecker(against.values(), converting, recorded, since=before.values())
         results = {path: [offline.check(q) for q in queries] for path, queries in by_file.items()}
         scope = f"on {offline.describe()}"
         if before:
@@ -194,12 +201,22 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         write_json(flat, errors, sys.stdout, read)
     elif args.output == "sarif":
-        write_sarif(flat, errors, sys.stdout)
+        write_sarif(flat, errors, sys.stdout, strict=args.strict)
     else:
-        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write, scope=scope, read=read)
+        write_text(
+            flat,
+            errors,
+            sys.stdout,
+            args.verbose,
+            fixes=args.fix or args.write,
+            scope=scope,
+            read=read,
+            strict=args.strict,
+        )
     if errors or any(r.status == "error" for r in flat):
         return 2
-    return 1 if any(r.status in ("empty", "warning") for r in flat) else 0
+    unjudged = args.strict and any(r.status == "unjudged" and NOT_JUDGED in r.rules for r in flat)
+    return 1 if unjudged or any(r.status in ("empty", "warning") for r in flat) else 0
 
 
 def _clusters(prometheus: HttpPrometheus, label: str | None, value: str | None) -> list[Cluster]:

@@ -9,7 +9,9 @@ never had. The lints, each with the name to use instead:
 - `summary-no-buckets`: `_bucket` of a family that is a summary on that release (TGI from 2.3.0);
 - `look-alike`: a name no release had whose meant family is known (`LOOK_ALIKES`);
 - `needs-flag`: a family written only with a flag or feature ("needs --enable-lora", not "renamed"), or a
-  matcher on a label written only with one (SGLang's `priority`, `dp_rank`);
+  matcher on a label written only with one (SGLang's `priority`, `dp_rank`); a family hidden in a deprecation
+  window (vLLM's `--show-hidden-metrics-for-version`) whose successor the history names is `renamed` instead:
+  empty by default, the successor as the fix, the flag a stop-gap;
 - `renamed` / `removed` / `not-yet`: from the release histories (`diagnosis`);
 - `deprecated-name`: a name still written, in the window of a declared rename (llm-d's endpoint picker writes
   both names from router v0.9.0): a warning with the successor;
@@ -47,6 +49,41 @@ LOOK_ALIKES: dict[str, tuple[str, str]] = {
 }
 """Names no release exposes, seen in public dashboards (Dynamo's SGLang dashboard, SGLang's own), whose meant
 family the tables hold; keys ending in `_` match every name they begin."""
+
+_ROUTER = "production-stack's router (src/vllm_router/services/metrics_service/__init__.py)"
+OTHER_PRODUCERS: dict[str, dict[str, str]] = {
+    # engine → names with its prefix that no release of it writes but another producer does → who
+    "vllm": dict.fromkeys(
+        (
+            "vllm:current_qps",
+            "vllm:avg_decoding_length",
+            "vllm:num_prefill_requests",
+            "vllm:num_decoding_requests",
+            "vllm:num_incoming_requests_total",
+            "vllm:routing_decisions_total",
+            "vllm:healthy_pods_total",
+            "vllm:avg_latency",
+            "vllm:avg_itl",
+            "vllm:input_tokens_total",
+            "vllm:output_tokens_total",
+            "vllm:request_errors_total",
+            "vllm:request_latency_seconds_bucket",
+            "vllm:request_latency_seconds_sum",
+            "vllm:request_latency_seconds_count",
+            "vllm:gpu_prefix_cache_hit_rate",
+        ),
+        _ROUTER,
+    ),
+}
+"""Producers that write under an engine's prefix (vLLM production-stack's router re-publishes `vllm:` gauges of
+its own): their names are theirs, not judged by the engine's releases. Every other name with an engine's
+prefix that no release of it wrote is empty on every release."""
+
+
+def other_producer(table: EngineTable, name: str) -> str | None:
+    """Who writes `name` under `table`'s prefix when no release of the engine does, or None."""
+    return OTHER_PRODUCERS.get(table.engine, {}).get(name)
+
 
 
 def label_flag(table: EngineTable, matchers: Iterable[Matcher]) -> Finding | None:
@@ -133,12 +170,34 @@ def _gated(table: EngineTable, family: Family, name: str, releases: list[str]) -
     for condition, (where, source) in exposure.gated.items():
         if where & set(releases):
             since = ", ".join(v for v in releases if v in where) if len(releases) == 1 else "its releases"
+            if condition.startswith(HIDDEN_FLAG) and (renamed := _hidden_rename(table, name, since, condition)):
+                return renamed
             text = (
                 f"{name} is written by {table.label} {since} only with {condition} (declared at {source}): "
                 f"needs {condition}, not renamed"
             )
             return Finding("needs-flag", text, state="flag")
     return None
+
+
+HIDDEN_FLAG = "--show-hidden-metrics-for-version"
+
+
+def _hidden_rename(table: EngineTable, name: str, since: str, condition: str) -> Finding | None:
+    """A hidden family of a deprecation window (vLLM hides a deprecated name for one minor release before
+    removing it): a rename with a grace flag, not a feature flag. Empty by default, the successor as the fix,
+    the flag only as a stop-gap; None when the history names no successor."""
+    history = next((h for h in engines() if h.engine == table.engine), None)
+    entry = history.lookup(name) if history is not None else None
+    if entry is None or not entry.successor:
+        return None
+    new = _sample(name, entry.name, entry.successor)
+    removed = f", removed in {table.label} {entry.removed_in}" if entry.removed_in else ""
+    text = (
+        f"{name} is hidden by {table.label} {since} (deprecated for {entry.successor}{removed}): empty by "
+        f"default; renamed to {new}; {condition} shows it again for this release only, a stop-gap"
+    )
+    return Finding("renamed", text, new)
 
 
 def _history(table: EngineTable, family: Family, name: str, version: str | None, on: str) -> Finding:

@@ -3,9 +3,10 @@
 A selector of an engine's name is *data* when that release writes the sample by default, *flag* when only a
 flag or feature shows it (reported, not failed), *empty* otherwise (with why, from `names`, and the successor
 for `--fix`); a name no engine's table owns (kube-state-metrics, DCGM, recording rules, the router's own) is
-*not judged*, as is an engine given no `--against`, and a name with an engine's prefix that no release of that
-engine ever wrote and no lint corrects (production-stack's router writes `vllm:current_qps`). The query's
-verdict follows from its structure (`judge`).
+*not judged*, as is an engine given no `--against`, and a name with an engine's prefix that another producer
+writes (`names.OTHER_PRODUCERS`: production-stack's router writes `vllm:current_qps`). Any other name with an
+engine's prefix that no release of it ever wrote is *empty on every release*, with the look-alikes it has. The
+query's verdict follows from its structure (`judge`).
 """
 
 from __future__ import annotations
@@ -18,11 +19,15 @@ from exporter.check.evaluate import ALLOW_EMPTY, Result, anchored_name, hidden_r
 from exporter.check.inputs import Query
 from exporter.check.judge import DATA, EMPTY, FLAG, UNJUDGED, judge
 from exporter.check.tables import ALIASES, EngineTable, owner, tables
+from exporter.engines.trtllm import NEVER_FINAL as TRTLLM_NEVER_FINAL
 from exporter.promql.parse import parse
 from exporter.promql.selectors import Selector, rename, selectors
 from exporter.promql.tokens import PromQLSyntaxError
 
 NATIVE = "native-histogram-bucket"
+MEANING = "meaning-changed"
+NOT_JUDGED = "engine-name-not-judged"
+NEVER_FINAL = {"trtllm": TRTLLM_NEVER_FINAL}  # versions published only as pre-releases, per engine
 
 
 class TargetError(ValueError):
@@ -49,9 +54,13 @@ def parse_target(text: str) -> Target:
         raise TargetError(f"{text!r}: no engine {engine!r}; the tables know {', '.join(sorted(known))}")
     release = table.release(version.strip())
     if release is None:
+        never = NEVER_FINAL.get(table.engine, {}).get(version.strip().removeprefix("v"))
+        pre = [r for r in table.releases if r not in table.finals]
         raise TargetError(
-            f"{text!r}: {table.label} {version} is not in the release tables "
-            f"({table.releases[0]} to {table.releases[-1]})"
+            f"{text!r}: {table.label} {version} "
+            + (f"was never released final: {never};" if never else "is not in the release tables")
+            + f" ({table.finals[0]} to {table.finals[-1]}"
+            + (f"; pre-releases when named: {', '.join(pre)})" if pre else ")")
         )
     return Target(table, release)
 
@@ -65,8 +74,15 @@ class Verdict:
 
 
 class OfflineChecker:
-    def __init__(self, targets: Iterable[Target], converting: Sequence[str] = (), recorded: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        targets: Iterable[Target],
+        converting: Sequence[str] = (),
+        recorded: Iterable[str] = (),
+        since: Iterable[Target] = (),
+    ) -> None:
         self.targets: Mapping[str, Target] = {t.table.engine: t for t in targets}
+        self.since: Mapping[str, Target] = {t.table.engine: t for t in since}  # --from: the release upgraded from
         self.converting = tuple(converting)  # where the scrape stores classic histograms as native ones
         self.recorded = frozenset(recorded)  # names the given rule files record: theirs, not the engine's
 
@@ -77,7 +93,7 @@ class OfflineChecker:
         name = sel.name or anchored_name(sel)
         if name in self.recorded:
             return Verdict(UNJUDGED, f"{name}: not judged: a recording rule of the files checked")
-        table = owner(name) if name else None
+        table = (owner(name) or self._unprefixed(name)) if name else None
         if table is None:
             return Verdict(UNJUDGED, f"{name or sel}: not judged: no engine's release table owns it")
         target = self.targets.get(table.engine)
@@ -94,15 +110,34 @@ class OfflineChecker:
             old = names.deprecated(target.table, name, target.version)
             if stored.state == DATA and old is not None:
                 return Verdict(DATA, f"{name}: {old.text}", old.rule, old.replacement)
+            changed = self._changed(target, name)
+            if stored.state == DATA and changed is not None:
+                return Verdict(DATA, f"{name}: {changed}", MEANING)
             return stored
         found = names.explain(name, target.version, target.table)
         if found is None:  # not reached: explain answers for every name the release does not write
             return Verdict(UNJUDGED, f"{name}: not judged")
-        if found.rule == "unknown":  # the engine's prefix, but no release of it ever wrote it: another producer's
-            text = f"{name}: not judged: {found.text} (another producer's name, a router's or a gateway's?)"
-            return Verdict(UNJUDGED, text)
+        if found.rule == "unknown" and (who := names.other_producer(target.table, name)) is not None:
+            return Verdict(UNJUDGED, f"{name}: not judged: {found.text}; it is {who}'s name")
+        if found.rule == "unknown":  # the engine's prefix, and no release of it ever wrote it
+            return Verdict(EMPTY, f"{name}: empty on every {target.table.label} release: {found.text}", found.rule)
         state = FLAG if found.state == "flag" else EMPTY
         return Verdict(state, f"{name}: {found.text}", found.rule, found.replacement)
+
+    def _changed(self, target: Target, name: str) -> str | None:
+        """A meaning change of `name`'s family between the --from release and the target, or None."""
+        before = self.since.get(target.table.engine)
+        family = target.table.family_of(name)
+        if before is None or family is None:
+            return None
+        return target.table.meaning_changed(family.name, before.version, target.version)
+
+    def _unprefixed(self, name: str) -> EngineTable | None:
+        """The table of an engine checked against that wrote `name` without its prefix (trtllm-serve 1.1.0 to
+        1.2.1 wrote `request_success_total`, later `trtllm_request_success_total`); None for any other name.
+        Only with that engine's --against: an unprefixed name is anyone's otherwise."""
+        found = [t.table for t in self.targets.values() if t.table.family_of(name) is not None]
+        return found[0] if len(found) == 1 else None
 
     def _stored(self, target: Target, name: str) -> Verdict:
         """A sample the release writes: stored as written unless the scrape converts its histogram."""
@@ -166,12 +201,20 @@ class OfflineChecker:
             status = "allowed"
         if status == "unjudged":
             reasons = [verdicts[s].reason for s in parsed if verdicts[s].state == UNJUDGED]
+            if any(verdicts[s].state == UNJUDGED and _engine_name(s) for s in parsed):
+                rules = [NOT_JUDGED]  # an engine's name the tables could not judge: --strict fails it
         fix = None
         if renames:
             fix = query.written
             for old, new in renames.items():
                 fix = rename(fix, old, new)
         return Result(query, status, list(dict.fromkeys(reasons)), fix, renames, rules=list(dict.fromkeys(rules)))
+
+
+def _engine_name(sel: Selector) -> bool:
+    """A selector of a name with an engine's (or the router's) prefix."""
+    name = sel.name or anchored_name(sel)
+    return bool(name) and owner(name) is not None
 
 
 def _in_engine_pods(sel: Selector, verdict: Verdict) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from exporter import sarif
 from exporter.check.evaluate import Result
 
+NOT_JUDGED = "engine-name-not-judged"  # the rule offline check gives such a query (offline.NOT_JUDGED)
 LABELS = {
     "ok": "ok   ",
     "empty": "EMPTY",
@@ -68,11 +69,13 @@ def write_text(
     fixes: bool = False,
     scope: str = "",
     read: Read | None = None,
+    strict: bool = False,
 ) -> None:
     for error in errors:
         print(f"ERROR {error}", file=out)
     for r in results:
-        if r.status in ("ok", "unjudged") and not verbose:
+        failed = strict and NOT_JUDGED in r.rules  # --strict fails it: say why
+        if r.status in ("ok", "unjudged") and not verbose and not failed:
             continue
         print(f"{LABELS[r.status]} {r.query.source}: {r.query.where}", file=out)
         if r.status != "ok":
@@ -139,18 +142,32 @@ RULES = (
         "A matcher on the label a rename swapped (pod_name for endpoint_name).",
         "Match on the label given.",
     ),
+    sarif.Rule(
+        "meaning-changed",
+        "A family that kept its name but changed what it measures between the releases of an upgrade.",
+        "Re-read the panel or threshold with the new meaning (see the message).",
+    ),
+    sarif.Rule(
+        NOT_JUDGED,
+        "A query on an engine's names that the release tables could not judge (no --against for that engine, "
+        "or another producer's name under its prefix).",
+        "Add --against for the engine, or check the query live.",
+    ),
     sarif.Rule("promql-error", "A query that does not parse or that Prometheus refuses.", "Fix the PromQL."),
     sarif.Rule("bad-file", "A file check cannot read, parse or recognise.", "Fix or drop the file."),
 )
 _LEVEL: dict[str, sarif.Level] = {"empty": "error", "error": "error", "warning": "warning", "allowed": "note"}
 
 
-def findings(results: Sequence[Result], errors: Sequence[str]) -> list[sarif.Finding]:
-    """One SARIF result per query that is not ok, located at the line of the file that holds it."""
+def findings(results: Sequence[Result], errors: Sequence[str], strict: bool = False) -> list[sarif.Finding]:
+    """One SARIF result per query that is not ok, located at the line of the file that holds it; a query on an
+    engine's names that could not be judged is a warning, an error with `strict`."""
     out = [sarif.Finding("bad-file", "error", e, _uri(e.split(":", 1)[0])) for e in errors]
     lines: dict[str, list[str]] = {}
     for r in results:
         level = _LEVEL.get(r.status)
+        if r.status == "unjudged" and NOT_JUDGED in r.rules:
+            level = "error" if strict else "warning"
         if level is None:
             continue
         rule = "promql-error" if r.status == "error" else (r.rules[0] if r.rules else "empty-query")
@@ -162,8 +179,8 @@ def findings(results: Sequence[Result], errors: Sequence[str]) -> list[sarif.Fin
     return out
 
 
-def write_sarif(results: Sequence[Result], errors: Sequence[str], out: TextIO) -> None:
-    sarif.write("llm-exporter check", RULES, findings(results, errors), out)
+def write_sarif(results: Sequence[Result], errors: Sequence[str], out: TextIO, strict: bool = False) -> None:
+    sarif.write("llm-exporter check", RULES, findings(results, errors, strict), out)
 
 
 def _uri(path: str) -> str:

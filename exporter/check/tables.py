@@ -9,6 +9,8 @@ shows them for one minor release. trtllm-serve has no source table (its release 
 `exporter/engines/trtllm.py`): its families are known by name only. llm-d's endpoint picker (`llmd_epp`, per
 llm-d router release) is judged like an engine, but it runs in its own pod: its series exist at zero engine
 replicas. Its families of main between releases (`llm_d_router_epp_*`) are known with no release writing them.
+A family that kept its name but changed its meaning (`_meta.meaning_changes` of the source: LMDeploy 0.18.0's
+prefill and decode times) is kept per release, for `check --from` to warn on the upgrade that crosses it.
 Regenerate with `python -m exporter.check.tables --write`; a test fails on drift.
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -151,6 +153,9 @@ def derive(vllm_source: Mapping[str, Any], engine_source: Mapping[str, Any]) -> 
         named = {engine_releases.release_name(ours, k): v for k, v in table.items()}
         order = sorted(enumerate(named), key=lambda p: engine_releases._key(ours, p[0], p[1]))
         engines[ours] = _engine([v for _, v in order], named, lambda m, _v: (m.get("enabled_when") or [None])[0])
+        changes = engine_source["_meta"].get("meaning_changes", {}).get(key, {})
+        if changes:  # a family kept its name but changed what it measures, from that release on
+            engines[ours]["meaning_changes"] = changes
     for ours, key in PRODUCERS.items():
         table = engine_source[key]
         versions = sorted(table, key=lambda v: parse_version(v) or (0,))
@@ -188,17 +193,37 @@ class EngineTable:
     releases: tuple[str, ...]  # oldest first
     families: Mapping[str, Family]
     in_engine_pods: bool = True  # False for a producer in a pod of its own (its series outlive the engine's)
+    # release → (families, what changed, the source line): same name, another meaning from that release on
+    meanings: Mapping[str, tuple[tuple[frozenset[str], str, str], ...]] = field(default_factory=dict)
 
     def owns(self, name: str) -> bool:
         return name.startswith(self.prefixes)
 
     def release(self, version: str) -> str | None:
-        """The table's name for `version` ("0.33" and "v0.33.0" are 0.33.0), or None when no release is it."""
-        if version in self.releases:
-            return version
+        """The table's name for `version` ("0.33" and "v0.33.0" are 0.33.0), or None when no release is it. A
+        pre-release (1.4.0rc1, 0.14.0a2) only when named as such: "1.4.0" is not its release candidate."""
+        bare = version.strip().removeprefix("v")
+        if bare in self.releases:
+            return bare
         key = parse_version(version)
-        matches = [r for r in self.releases if key is not None and _pad(parse_version(r)) == _pad(key)]
+        matches = [
+            r for r in self.releases if key is not None and not pre_release(r) and _pad(parse_version(r)) == _pad(key)
+        ]
         return matches[0] if matches else None
+
+    @property
+    def finals(self) -> tuple[str, ...]:
+        return tuple(r for r in self.releases if not pre_release(r))
+
+    def meaning_changed(self, family: str, before: str, after: str) -> str | None:
+        """What changed in `family`'s meaning in a release after `before` up to `after`, or None."""
+        order = self.releases.index
+        for version, changes in self.meanings.items():
+            if order(before) < order(version) <= order(after):
+                for families, change, source in changes:
+                    if family in families:
+                        return f"{family} changed meaning in {self.label} {version}: {change} (at {source})"
+        return None
 
     def family_of(self, sample: str) -> Family | None:
         """The family writing `sample` on some release (exact sample names first, then the family name)."""
@@ -210,6 +235,14 @@ class EngineTable:
     def exposed(self, version: str) -> frozenset[str]:
         """Every sample name `version` writes by default."""
         return _exposed(self, version)
+
+
+_PRE = re.compile(r"\d(?:a|b|rc|\.?dev)\d*$")
+
+
+def pre_release(version: str) -> bool:
+    """An alpha, beta, release candidate or development build (0.14.0a1, 1.4.0rc1); a post release is none."""
+    return bool(_PRE.search(version))
 
 
 def _pad(key: tuple[int, ...] | None) -> tuple[int, ...]:
@@ -245,7 +278,11 @@ def _load_engine(engine: str, data: Mapping[str, Any]) -> EngineTable:
         types = {t: _expand(r, versions) for t, r in e["types"].items()}
         families[name] = Family(name, types, samples)
     producer = engine in PRODUCERS
-    return EngineTable(engine, display_name(engine), _prefixes(engine), versions, families, not producer)
+    meanings = {
+        v: tuple((frozenset(c["families"]), c["change"], c["source"]) for c in changes)
+        for v, changes in data.get("meaning_changes", {}).items()
+    }
+    return EngineTable(engine, display_name(engine), _prefixes(engine), versions, families, not producer, meanings)
 
 
 def _prefixes(engine: str) -> tuple[str, ...]:

@@ -2,10 +2,14 @@
 iteration stats); version at `/version`.
 
 The release table is written here, not derived: TensorRT-LLM's repository and wheels are too large to read,
-so the boundaries are *inferred* from the PRs that changed `tensorrt_llm/metrics/collector.py`:
-- 1.1.0 (PR #5785, Aug 2025): five unprefixed families;
-- 1.3.0 (PRs #11243, #12545, #12636, #12413; Feb–Apr 2026, 1.3.0 release candidates): every name gains the
-  `trtllm_` prefix, plus KV-cache, request-count, token and phase-time families.
+so the boundaries are *inferred* from the PRs that changed `tensorrt_llm/metrics/collector.py`, placed on the
+releases PyPI lists for `tensorrt-llm`:
+- 1.1.0 (PR #5785, Aug 2025): five unprefixed families; 1.2.0 and 1.2.1 (the newest final release) still
+  those five: the 1.2 line was released before the prefix landed;
+- PRs #11243, #12545, #12636, #12413 (Feb–Apr 2026, merged during the 1.3.0 release candidates): every name
+  gains the `trtllm_` prefix, plus KV-cache, request-count, token and phase-time families. 1.3.0 was never
+  released final (only 1.3.0rc0..rc29); the first pre-releases after every one of those PRs are 1.4.0rc0 and
+  1.4.0rc1, in the table as pre-releases (`PRE_RELEASES`): `check --against` takes them only when named.
 Left absent on purpose: inter-token latency (`time_per_output_token_seconds` is TPOT, a per-request mean: it
 feeds the experimental `llm_request_time_per_output_token_seconds` instead).
 Series are created on first use (and need `return_perf_metrics: true`).
@@ -42,9 +46,21 @@ G3 = (
 )
 
 
+PRE_RELEASES = frozenset({"1.4.0rc0", "1.4.0rc1"})
+NEVER_FINAL = {"1.3.0": "only release candidates 1.3.0rc0..1.3.0rc29 were published"}
+"""Versions that never had a final release, and why `check --against` refuses them."""
+
+
 @cache
 def releases() -> Releases:
-    table = (Release("1.1.0", (1, 1, 0), frozenset(G1)), Release("1.3.0", (1, 3, 0), frozenset(G3)))
+    table = (
+        *(
+            Release(v, (1, *minor), frozenset(G1))
+            for v, minor in (("1.1.0", (1, 0)), ("1.2.0", (2, 0)), ("1.2.1", (2, 1)))
+        ),
+        # a pre-release sorts after the finals it follows; its key is its numbers (1.4.0rc1 is 1.4.0's line)
+        *(Release(v, (1, 4, 0), frozenset(G3)) for v in sorted(PRE_RELEASES)),
+    )
     return Releases(table, frozenset(G1) | frozenset(G3))
 
 

@@ -111,9 +111,9 @@ def test_kubeai_dashboard_on_vllm_033_and_010() -> None:
     }
     # 0.10.1: everything but the V0-only swapped gauge is still written
     assert not_ok(offline("vllm==0.10.1"), name) == {"panel 'Scheduler State' query B": "empty"}
-    # 0.11.0 hides gpu_cache_usage_perc: data only with --show-hidden-metrics-for-version=0.10
+    # 0.11.0 hides gpu_cache_usage_perc in its deprecation window: empty by default, renamed (the flag a stop-gap)
     assert not_ok(offline("vllm==0.11.0"), name) == {
-        "panel 'GPU Cache Usage' query A": "allowed",
+        "panel 'GPU Cache Usage' query A": "empty",
         "panel 'Scheduler State' query B": "empty",
     }
 

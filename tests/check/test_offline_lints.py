@@ -91,9 +91,10 @@ def test_flag_gated_families_need_their_flag(tmp_path: Path) -> None:
     assert rules == ["needs-flag"] and "LoRA (--enable-lora)" in reasons[0]
     _, rules, reasons = lint(tmp_path, "vllm:estimated_flops_per_gpu_total", "vllm==0.33.0")
     assert rules == ["needs-flag"] and "--enable-mfu-metrics" in reasons[0]
-    # a hidden metric's window: 0.11.x shows gpu_cache_usage_perc with --show-hidden-metrics-for-version=0.10
-    _, rules, reasons = lint(tmp_path, "vllm:gpu_cache_usage_perc", "vllm==0.11.0")
-    assert rules == ["needs-flag"] and "--show-hidden-metrics-for-version=0.10" in reasons[0]
+    # a hidden metric's window is a rename with a grace flag: empty by default, the successor, the flag a stop-gap
+    status, rules, reasons = lint(tmp_path, "vllm:gpu_cache_usage_perc", "vllm==0.11.0")
+    assert (status, rules) == ("empty", ["renamed"]) and "renamed to vllm:kv_cache_usage_perc" in reasons[0]
+    assert "--show-hidden-metrics-for-version=0.10 shows it again for this release only, a stop-gap" in reasons[0]
 
 
 def test_or_vector_zero_hiding_an_empty_side_warns(tmp_path: Path) -> None:

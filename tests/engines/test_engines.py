@@ -70,7 +70,7 @@ def test_renames_are_followed_release_by_release() -> None:
     queue = {v: exposition("sglang", body("sglang", v), v) for v in ("0.5.2", "0.5.3")}
     assert 'source="sglang:queue_time_s"' in queue["0.5.2"]
     assert 'source="sglang:queue_time_seconds"' in queue["0.5.3"]
-    old, new = (exposition("trtllm", body("trtllm", v), v) for v in ("1.1.0", "1.3.0"))
+    old, new = (exposition("trtllm", body("trtllm", v), v) for v in ("1.2.1", "1.4.0rc1"))
     assert 'llm_request_duration_seconds_count{namespace="demo",pod="trtllm-0",engine="trtllm",model="tiny"' in old
     assert 'source="e2e_request_latency_seconds"' in old and 'source="trtllm_e2e_request_latency_seconds"' in new
 
@@ -124,7 +124,7 @@ def test_detection_from_the_body(engine: str, version: str) -> None:
     detected = registry.detect(text)
     if text == "\n":
         assert detected is None  # TGI 0.2.x and LMDeploy 0.9.0/0.9.1 expose no metrics at all
-    elif engine == "trtllm" and version == "1.1.0":
+    elif engine == "trtllm" and version in ("1.1.0", "1.2.0", "1.2.1"):
         assert detected is None  # unprefixed names: its /prometheus/metrics path tells (tested in test_fakes)
     else:
         assert detected is registry.get(engine)

@@ -35,14 +35,14 @@ FOUND = [
     ("sglang", "0.5.23", "0.5.23", ("sglang", "0.5.23", "endpoint")),
     ("sglang", "0.4.3.post2", "0.4.3.post2", ("sglang", "0.4.3.post2", "endpoint")),
     ("tgi", "3.3.7", "3.3.7", ("tgi", "3.3.7", "endpoint")),
-    ("trtllm", "1.3.0", "1.3.0", ("trtllm", "1.3.0", "endpoint")),
+    ("trtllm", "1.4.0rc1", "1.4.0rc1", ("trtllm", "1.4.0rc1", "endpoint")),
     ("trtllm", "1.1.0", "1.1.0", ("trtllm", "1.1.0", "endpoint")),  # unprefixed: found by its metrics path
     ("llamacpp", "0c1e57098", "b0-unknown", ("llamacpp", "0c1e57098", "inferred")),  # sdist builds say b0
     ("llamacpp", "7841fc723", "b0-unknown", ("llamacpp", "7841fc723", "inferred")),
     # a release build says its build number: reported as said, placed in the table by that number
     ("llamacpp", "0c1e57098", "b11434-9f4a0c2", ("llamacpp", "b11434", "endpoint")),
     ("llamacpp", "e3546c794", "b9976-e3546c7", ("llamacpp", "b9976", "endpoint")),
-    ("lmdeploy", "0.16.0", None, ("lmdeploy", "0.16.0", "inferred")),  # LMDeploy has no version endpoint
+    ("lmdeploy", "0.16.0", None, ("lmdeploy", "0.18.0", "inferred")),  # no version endpoint: 0.16-0.18 alike
 ]
 
 
@@ -64,9 +64,9 @@ def test_engine_and_version_found_without_configuration(
 
 
 def test_trtllm_configured_goes_straight_to_prometheus_metrics() -> None:
-    with fake_engine(routes("trtllm", "1.3.0", "1.3.0")) as server:
+    with fake_engine(routes("trtllm", "1.4.0rc1", "1.4.0rc1")) as server:
         text = scrape(server.url, "trtllm")
-    assert info(text) == ("trtllm", "1.3.0", "endpoint")
+    assert info(text) == ("trtllm", "1.4.0rc1", "endpoint")
     assert "/metrics" not in server.requested
 
 
