@@ -7,6 +7,8 @@ Against a store of many clusters (Thanos Query), `--cluster-label NAME` checks e
 that cluster sees it (the cluster's matcher on every selector, dashboards' cluster variable set to it), each
 reported with `(NAME=value)`; `--cluster VALUE` checks that one; `--replica-label` names the labels Prometheus
 replicas differ by. A store that does not answer (a partial response) is an error, never an empty result.
+A query on another data source (Loki, Tempo…, also in a Mixed panel) and an HPA's metrics-adapter name are
+listed as skipped, never parsed.
 Exit 0 when every query returned data, 1 when one is empty or warned about (an `or vector(0)` hiding an empty
 side, a scale-to-zero trigger that can never activate), 2 on bad input (a file that cannot be read, parsed or
 recognised, a PromQL error, a Prometheus that cannot be reached or refuses, an unknown engine or release): the
@@ -148,11 +150,15 @@ def run(args: argparse.Namespace) -> int:
     by_file: dict[Path, list[Query]] = {}
     scopes: dict[Path, list[Cluster | None]] = {}  # per query: the cluster it is checked as
     converting: list[str] = []
+    skipped: list[Query] = []  # on another data source than Prometheus: listed, never parsed
     for path in expand(paths):
         try:
-            by_file[path] = file_queries(path, values, prometheus)
+            queries = file_queries(path, values, prometheus)
+            skipped.extend(q for q in queries if q.datasource)
+            by_file[path] = [q for q in queries if not q.datasource]
             if clusters:  # once per cluster, as it sees them
-                pairs = [(q, c) for c in clusters for q in file_queries(path, values, prometheus, cluster=c)]
+                per = [(q, c) for c in clusters for q in file_queries(path, values, prometheus, cluster=c)]
+                pairs = [(q, c) for q, c in per if not q.datasource]
                 by_file[path] = [replace(q, where=f"{q.where} ({c.label}={c.value})") for q, c in pairs]
                 scopes[path] = [c for _, c in pairs]
             if prometheus is None:  # live, Prometheus itself shows how it stores histograms
@@ -187,16 +193,17 @@ def run(args: argparse.Namespace) -> int:
             scope = f"broken by the upgrade from {old.describe()} to {offline.describe()}"
     flat = [r for rs in results.values() for r in rs]
     read = read or Read.of(flat, len(by_file))
-    if not read.queries and not errors:
+    if not read.queries and not errors and not skipped:
         errors.append("no PromQL queries found in the given files")
     if args.write:
         errors.extend(_write(results))
     if args.output == "json":
-        write_json(flat, errors, sys.stdout, read)
+        write_json(flat, errors, sys.stdout, read, skipped=skipped)
     elif args.output == "sarif":
         write_sarif(flat, errors, sys.stdout)
     else:
-        write_text(flat, errors, sys.stdout, args.verbose, fixes=args.fix or args.write, scope=scope, read=read)
+        fixes = args.fix or args.write
+        write_text(flat, errors, sys.stdout, args.verbose, fixes=fixes, scope=scope, read=read, skipped=skipped)
     if errors or any(r.status == "error" for r in flat):
         return 2
     return 1 if any(r.status in ("empty", "warning") for r in flat) else 0
