@@ -26,7 +26,15 @@ from exporter import hostile
 from exporter.check import scrape
 from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
-from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
+from exporter.check.inputs import (
+    STDIN,
+    BadFileError,
+    Query,
+    UnknownFileError,
+    expand,
+    file_queries,
+    load_documents,
+)
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
 from exporter.check.report import Read, write_json, write_sarif, write_text
 from exporter.check.scope import Cluster, ClusterScoped, add_replica_label
@@ -60,9 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         type=file_name,
         metavar="FILES",
-        help="Grafana dashboards and alert rules, rule files, PrometheusRules, KEDA ScaledObjects/ScaledJobs, "
-        "prometheus-adapter configs, ConfigMaps holding them, Prometheus configs and ServiceMonitors/PodMonitors "
-        "(how histograms are stored), or directories (default: this bundle's dashboards and rules)",
+        help="Grafana dashboards (classic, v1/v2 resources, GrafanaDashboard, GrafanaManifest) and alert rules, "
+        "Perses dashboards and PersesDashboards, rule files, PrometheusRules, KEDA ScaledObjects/ScaledJobs, "
+        "autoscaling/v2 HPAs, prometheus-adapter configs, ConfigMaps holding them, Prometheus configs and "
+        "ServiceMonitors/PodMonitors (how histograms are stored), or directories; - reads standard input "
+        "(a rendered chart) (default: this bundle's dashboards and rules)",
     )
     parser.add_argument(
         "--var",
@@ -245,6 +255,9 @@ def _write(results: dict[Path, list[Result]]) -> list[str]:
     errors = []
     for path, file_results in results.items():
         if not any(r.fix for r in file_results):
+            continue
+        if path == STDIN:
+            errors.append("-: standard input cannot be rewritten: --fix prints the rewritten queries")
             continue
         try:
             text = path.read_text(encoding="utf-8")

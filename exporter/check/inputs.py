@@ -14,8 +14,10 @@ that data source named, to be listed as skipped: it is never parsed as PromQL.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,8 @@ from exporter.check.scope import Cluster
 from exporter.unrendered import hint
 
 SUFFIXES = (".json", ".yaml", ".yml")
-RENDER = "`helm template <release> <chart> > rendered.yaml`, then check rendered.yaml"
+RENDER = "`helm template <release> <chart> | llm-exporter check [--against …|--prometheus …] -`"
+STDIN = Path("-")  # FILES `-`: the documents on standard input (a rendered chart)
 
 
 @dataclass(frozen=True)
@@ -305,14 +308,21 @@ def _config_map(
     return iter(found) if recognised else None
 
 
+@functools.cache
+def _stdin() -> str:
+    """Standard input, read once: a file is read again per cluster and for its scrape configuration."""
+    return sys.stdin.read()
+
+
 def load_documents(path: Path) -> list[Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _stdin() if path == STDIN else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadFileError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
-    kind = "JSON" if path.suffix == ".json" else "YAML"
+    is_json = path.suffix == ".json" or (path == STDIN and text.lstrip().startswith("{"))
+    kind = "JSON" if is_json else "YAML"
     try:
-        return [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
+        return [json.loads(text)] if is_json else list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {exc}") from exc
     except json.JSONDecodeError as exc:

@@ -74,8 +74,8 @@ def write_json(
 ) -> None:
     read = read or Read.of(results, len({r.query.source for r in results}))
     report = {"results": [record(r) for r in results], "errors": list(errors), "counts": counts(results)}
-    report["read"] = {"queries": read.queries, "files": read.files, "judged": read.judged, "skipped": len(skipped)}
-    report["skipped"] = [skipped_record(q) for q in skipped]
+    report["read"] = {"queries": read.queries, "files": read.files, "judged": read.judged}
+    report["skipped"] = [skipped_record(q) for q in skipped]  # not PromQL: not among the queries read
     json.dump(report, out, indent=1)
     out.write("\n")
 

@@ -42,7 +42,7 @@ def report(*args: str) -> dict[str, Any]:
 
 def test_a_grafanadashboard_passes_on_the_release_it_was_written_for() -> None:
     out = report("--against", "vllm==0.10.2", str(ADMIN))
-    assert (out["rc"], out["errors"], out["read"]) == (0, [], {"queries": 71, "files": 1, "judged": 32, "skipped": 0})
+    assert (out["rc"], out["errors"], out["read"]) == (0, [], {"queries": 71, "files": 1, "judged": 32})
     assert out["counts"] == {"ok": 32, "empty": 0, "allowed": 0, "error": 0, "warning": 0, "unjudged": 39}
     assert {r["file"] for r in out["results"]} == {f"{ADMIN} GrafanaDashboard platform-admin-dashboard"}
 
@@ -196,7 +196,7 @@ def test_a_perses_dashboard_with_loki_queries_lists_them_as_skipped() -> None:
 
 def test_a_perses_dashboard_of_prometheus_queries_is_judged() -> None:
     out = report("--against", "vllm==0.10.2", str(FORMATS / "maas-usage-persesdashboard.yaml"))
-    assert (out["rc"], out["read"]) == (0, {"queries": 9, "files": 1, "judged": 5, "skipped": 0})
+    assert (out["rc"], out["read"]) == (0, {"queries": 9, "files": 1, "judged": 5})
 
 
 LOKI_LOGS = FORMATS / "loki-logs-dashboard.json"
@@ -314,3 +314,33 @@ def test_the_stored_files_are_as_published() -> None:
     assert sorted(sums) == stored
     for name, digest in sums.items():
         assert hashlib.sha256((FORMATS / name).read_bytes()).hexdigest() == digest, name
+
+
+KEDA = Path(__file__).resolve().parents[1] / "fixtures" / "check_corpus" / "production-stack-keda-scaled-object.yaml"
+
+
+def test_a_helm_templated_scaledobject_is_named_with_the_command_that_renders_it(tmp_path: Path) -> None:
+    # the published ScaledObject as a chart would template it: a function call the old pattern did not know
+    templated = KEDA.read_text().replace("name: vllm-scaledobject", "name: {{ lower .Values.name }}-scaler")
+    (tmp_path / "scaledobject.yaml").write_text(templated)
+    done = check("--against", "vllm==0.10.2", str(tmp_path / "scaledobject.yaml"))
+    assert done.returncode == 2
+    assert done.stdout.splitlines()[0] == (
+        f"ERROR {tmp_path / 'scaledobject.yaml'}: an unrendered Helm template (line 6: name: {{{{ lower "
+        ".Values.name }}-scaler), not YAML; render it first: `helm template <release> <chart> | llm-exporter "
+        "check [--against …|--prometheus …] -`"
+    )
+
+
+def test_a_rendered_chart_on_standard_input_passes_or_fails_as_its_file_would() -> None:
+    command = [sys.executable, "-m", "exporter", "check", "--against", "vllm==0.10.2", "-"]
+    rendered = KEDA.read_text()
+    done = subprocess.run(command, input=rendered, capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (
+        0,
+        "1 queries in 1 files: 1 ok, 0 empty, 0 errors, 0 empty as expected on vLLM 0.10.2\n",
+    )
+    stale = rendered.replace("vllm:num_requests_waiting", "vllm:num_requests_swapped")
+    done = subprocess.run(command, input=stale, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert done.stdout.startswith("EMPTY -: ScaledObject vllm-scaledobject trigger 0\n")
