@@ -15,10 +15,15 @@ _ACTION = re.compile(
 )
 
 
+# any other action but a bare name: a function with arguments (`{{ lower .Values.x }}`), a pipeline, a
+# parenthesised or quoted operand (`{{ (.Files.Glob "d/*").AsConfig }}`); `{{ pod }}` stays a legend
+_CALL = re.compile(r"\{\{-?\s*(?![A-Za-z_][A-Za-z0-9_]*\s*-?\}\})[A-Za-z_(\"'`]")
+
+
 def helm_action(text: str) -> tuple[int, str] | None:
     """(line number, the line) of the first Helm template action in `text`; None when it has none."""
     for number, line in enumerate(text.splitlines(), 1):
-        if _ACTION.search(line):
+        if _ACTION.search(line) or _CALL.search(line):
             return number, line.strip()[:80]
     return None
 

@@ -4,9 +4,12 @@ Interface (the CLI in `cli.py` and the cluster watchdog use only these):
 
 - `inputs.file_queries(path, values=None, lookup=None) -> list[Query]`, and for parsed objects
   `inputs.document_queries(doc, source, values=None, lookup=None) -> Iterator[Query] | None` (None: not a
-  document `check` knows). `Query(source, where, expr, alert, raw, kind, notes)`: `expr` is ready to run,
-  `raw` as written, `kind` one of dashboard, rule, grafana-alert, keda, adapter. Raises
-  `inputs.BadFileError` (and its `UnknownFileError`) with a message naming the file.
+  document `check` knows). `Query(source, where, expr, alert, raw, kind, notes, scales_to_zero, datasource)`:
+  `expr` is ready to run, `raw` as written, `kind` one of dashboard, rule, grafana-alert, keda, hpa, adapter;
+  `datasource` is "" for PromQL, else what the query runs on (loki, tempo…, metrics-adapter): such a query is
+  listed as skipped, never run. The containers read (`containers`, `grafana_v2`, `perses`, `hpa`) are turned
+  into the classic Grafana model first. Raises `inputs.BadFileError` (and its `UnknownFileError`) with a
+  message naming the file; a path `-` is standard input.
 - `variables.parse(dashboard) -> list[Variable]`, `variables.resolve(vars, lookup, overrides) -> Resolution`
   (`.values: dict[name, Value]`, `.problems`), `variables.interpolate(expr, values) -> str`: Grafana's
   resolution and interpolation; `lookup` is anything with `query(expr)` and `label_values(label)`.

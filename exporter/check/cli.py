@@ -7,6 +7,8 @@ Against a store of many clusters (Thanos Query), `--cluster-label NAME` checks e
 that cluster sees it (the cluster's matcher on every selector, dashboards' cluster variable set to it), each
 reported with `(NAME=value)`; `--cluster VALUE` checks that one; `--replica-label` names the labels Prometheus
 replicas differ by. A store that does not answer (a partial response) is an error, never an empty result.
+A query on another data source (Loki, Tempo…, also in a Mixed panel) and an HPA's metrics-adapter name are
+listed as skipped, never parsed.
 Exit 0 when every query returned data, 1 when one is empty or warned about (an `or vector(0)` hiding an empty
 side, a scale-to-zero trigger that can never activate; with `--strict`, a query on an engine's names that the
 tables could not judge), 2 on bad input (a file that cannot be read, parsed or
@@ -25,7 +27,15 @@ from exporter import hostile
 from exporter.check import scrape
 from exporter.check.evaluate import Checker, Result
 from exporter.check.fix import rewrite
-from exporter.check.inputs import BadFileError, Query, UnknownFileError, expand, file_queries, load_documents
+from exporter.check.inputs import (
+    STDIN,
+    BadFileError,
+    Query,
+    UnknownFileError,
+    expand,
+    file_queries,
+    load_documents,
+)
 from exporter.check.offline import OfflineChecker, Target, TargetError, parse_target
 from exporter.check.report import NOT_JUDGED, Read, write_json, write_sarif, write_text
 from exporter.check.scope import Cluster, ClusterScoped, add_replica_label
@@ -59,9 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         type=file_name,
         metavar="FILES",
-        help="Grafana dashboards and alert rules, rule files, PrometheusRules, KEDA ScaledObjects/ScaledJobs, "
-        "prometheus-adapter configs, ConfigMaps holding them, Prometheus configs and ServiceMonitors/PodMonitors "
-        "(how histograms are stored), or directories (default: this bundle's dashboards and rules)",
+        help="Grafana dashboards (classic, v1/v2 resources, GrafanaDashboard, GrafanaManifest) and alert rules, "
+        "Perses dashboards and PersesDashboards, rule files, PrometheusRules, KEDA ScaledObjects/ScaledJobs, "
+        "autoscaling/v2 HPAs, prometheus-adapter configs, ConfigMaps holding them, Prometheus configs and "
+        "ServiceMonitors/PodMonitors (how histograms are stored), or directories; - reads standard input "
+        "(a rendered chart) (default: this bundle's dashboards and rules)",
     )
     parser.add_argument(
         "--var",
@@ -155,11 +167,15 @@ def run(args: argparse.Namespace) -> int:
     by_file: dict[Path, list[Query]] = {}
     scopes: dict[Path, list[Cluster | None]] = {}  # per query: the cluster it is checked as
     converting: list[str] = []
+    skipped: list[Query] = []  # on another data source than Prometheus: listed, never parsed
     for path in expand(paths):
         try:
-            by_file[path] = file_queries(path, values, prometheus)
+            queries = file_queries(path, values, prometheus)
+            skipped.extend(q for q in queries if q.datasource)
+            by_file[path] = [q for q in queries if not q.datasource]
             if clusters:  # once per cluster, as it sees them
-                pairs = [(q, c) for c in clusters for q in file_queries(path, values, prometheus, cluster=c)]
+                per = [(q, c) for c in clusters for q in file_queries(path, values, prometheus, cluster=c)]
+                pairs = [(q, c) for q, c in per if not q.datasource]
                 by_file[path] = [replace(q, where=f"{q.where} ({c.label}={c.value})") for q, c in pairs]
                 scopes[path] = [c for _, c in pairs]
             if prometheus is None:  # live, Prometheus itself shows how it stores histograms
@@ -194,24 +210,18 @@ def run(args: argparse.Namespace) -> int:
             scope = f"broken by the upgrade from {old.describe()} to {offline.describe()}"
     flat = [r for rs in results.values() for r in rs]
     read = read or Read.of(flat, len(by_file))
-    if not read.queries and not errors:
+    if not read.queries and not errors and not skipped:
         errors.append("no PromQL queries found in the given files")
     if args.write:
         errors.extend(_write(results))
     if args.output == "json":
-        write_json(flat, errors, sys.stdout, read)
+        write_json(flat, errors, sys.stdout, read, skipped=skipped)
     elif args.output == "sarif":
         write_sarif(flat, errors, sys.stdout, strict=args.strict)
     else:
+        fixes = args.fix or args.write
         write_text(
-            flat,
-            errors,
-            sys.stdout,
-            args.verbose,
-            fixes=args.fix or args.write,
-            scope=scope,
-            read=read,
-            strict=args.strict,
+            flat, errors, sys.stdout, args.verbose, fixes=fixes, scope=scope, read=read, strict=args.strict, skipped=skipped
         )
     if errors or any(r.status == "error" for r in flat):
         return 2
@@ -255,6 +265,9 @@ def _write(results: dict[Path, list[Result]]) -> list[str]:
     errors = []
     for path, file_results in results.items():
         if not any(r.fix for r in file_results):
+            continue
+        if path == STDIN:
+            errors.append("-: standard input cannot be rewritten: --fix prints the rewritten queries")
             continue
         try:
             text = path.read_text(encoding="utf-8")

@@ -1,17 +1,23 @@
 """Every PromQL query of the files people keep queries in, with where it came from (pure but for reading files).
 
 Recognised documents: Grafana dashboards (panels, nested and collapsed rows, the pre-5.0 `rows`, library
-panels inlined from an export's `__elements`), Grafana-managed alert rules (`groups[].rules[].data[].model`),
-Prometheus rule files and `PrometheusRule` objects, KEDA `ScaledObject`/`ScaledJob` prometheus triggers,
-prometheus-adapter configs (`seriesQuery`, and `metricsQuery` expanded as the adapter expands it), and
-ConfigMaps embedding any of these (the Grafana sidecar's dashboards). YAML files may hold many documents.
-Dashboard variables are resolved by `exporter.check.variables` (with a Prometheus for query variables).
+panels inlined from an export's `__elements`), in the containers `exporter.check.containers` opens (Grafana's
+v1 and v2 resources, grafana-operator's `GrafanaDashboard`/`GrafanaManifest`, Perses dashboards and
+`PersesDashboard`), Grafana-managed alert rules (`groups[].rules[].data[].model`), Prometheus rule files and
+`PrometheusRule` objects, KEDA `ScaledObject`/`ScaledJob` prometheus triggers, `autoscaling/v2` HPA metric names
+(`exporter.check.hpa`), prometheus-adapter configs (`seriesQuery`, and `metricsQuery` expanded as the adapter
+expands it), and ConfigMaps embedding any of these (the Grafana sidecar's dashboards). YAML files may hold many
+documents. Dashboard variables are resolved by `exporter.check.variables` (with a Prometheus for query
+variables). A query on a data source that is not Prometheus (`exporter.check.datasources`) is returned with
+that data source named, to be listed as skipped: it is never parsed as PromQL.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,12 +26,15 @@ from typing import Any
 import yaml
 
 from exporter import hostile
-from exporter.check import scrape, variables
+from exporter.check import hpa, scrape, variables
+from exporter.check.containers import Context, UnreadableError, dashboard
+from exporter.check.datasources import Sources
 from exporter.check.scope import Cluster
 from exporter.unrendered import hint
 
 SUFFIXES = (".json", ".yaml", ".yml")
-RENDER = "`helm template <release> <chart> > rendered.yaml`, then check rendered.yaml"
+RENDER = "`helm template <release> <chart> | llm-exporter check [--against …|--prometheus …] -`"
+STDIN = Path("-")  # FILES `-`: the documents on standard input (a rendered chart)
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class Query:
     kind: str = ""  # dashboard, rule, grafana-alert, keda, adapter
     notes: tuple[str, ...] = ()  # e.g. a variable that resolved to nothing
     scales_to_zero: str = ""  # a KEDA ScaledObject that scales its target to zero: how it says so
+    datasource: str = ""  # "" for PromQL; else what it runs on (loki, tempo, metrics-adapter): skipped, not parsed
 
     @property
     def written(self) -> str:
@@ -62,12 +72,15 @@ def dashboard_queries(
 ) -> Iterator[Query]:
     """The dashboard's queries with its variables resolved; with `cluster`, the variables that select the
     cluster set to it (`values` still win)."""
-    declared = variables.parse(dashboard)
+    sources = Sources(dashboard)
+    templating = _map(dashboard.get("templating"))
+    kept = [v for v in templating.get("list") or [] if not isinstance(v, dict) or sources.variable_ok(v)]
+    declared = variables.parse({**dashboard, "templating": {**templating, "list": kept}})
     if cluster is not None:
         values = {**variables.cluster_overrides(declared, cluster.label, cluster.value), **(values or {})}
     resolution = variables.resolve(declared, lookup, values)
     found = dashboard.get("__elements")
-    elements: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    elements: Mapping[str, Any] = _map(found)
     panels = list(_panels(dashboard.get("panels") or [], elements))
     for row in dashboard.get("rows") or []:  # the pre-5.0 layout
         if isinstance(row, dict):
@@ -75,9 +88,16 @@ def dashboard_queries(
     for panel in panels:
         for suffix, chosen in _repeats(panel, resolution.values):
             for target in panel.get("targets") or []:
-                expr = target.get("expr") if isinstance(target, dict) else None
-                if isinstance(expr, str) and expr.strip() and not target.get("hide"):
-                    where = f"panel {panel.get('title', '?')!r} query {target.get('refId', '?')}{suffix}"
+                if not isinstance(target, dict) or target.get("hide"):
+                    continue
+                where = f"panel {panel.get('title', '?')!r} query {target.get('refId', '?')}{suffix}"
+                other = sources.target(panel, target)
+                text = target.get("expr") or target.get("query")
+                if other and isinstance(text, str) and text.strip():  # LogQL, TraceQL…: named, never parsed
+                    yield Query(source, where, text, kind="dashboard", datasource=other)
+                    continue
+                expr = target.get("expr")
+                if not other and isinstance(expr, str) and expr.strip():
                     expanded = variables.interpolate(expr, chosen)
                     notes = tuple(resolution.problems)
                     yield Query(source, where, expanded, raw=expr, kind="dashboard", notes=notes)
@@ -217,8 +237,10 @@ def document_queries(
     lookup: variables.Lookup | None = None,
     *,
     cluster: Cluster | None = None,
+    context: Context | None = None,
 ) -> Iterator[Query] | None:
-    """The queries of one parsed document, or None when it is nothing `check` knows."""
+    """The queries of one parsed document, or None when it is nothing `check` knows; `context` is the rest of
+    its input (the ConfigMaps a GrafanaDashboard refers to)."""
     if not isinstance(doc, dict):
         return None
     kind = doc.get("kind")
@@ -227,7 +249,15 @@ def document_queries(
     if kind in ("ScaledObject", "ScaledJob"):
         return _keda(doc, source)
     if kind == "ConfigMap":
-        return _config_map(doc, source, values, lookup, cluster)
+        return _config_map(doc, source, values, lookup, cluster, context)
+    if hpa.is_hpa(doc):
+        return (Query(source, m.where, m.expr, kind="hpa", datasource=m.datasource) for m in hpa.metrics(doc))
+    contained = dashboard(doc, context)
+    if contained is not None:
+        inner, where = contained
+        inner = inner["dashboard"] if isinstance(inner.get("dashboard"), dict) else inner  # the API's form
+        named = f"{source} {where}" if where else source
+        return dashboard_queries(inner, named, values, lookup, cluster=cluster)
     if scrape.is_scrape_config(doc):
         return iter(())  # no queries: it says how histograms are stored (`scrape.converting`)
     if isinstance(doc.get("groups"), list):
@@ -258,10 +288,15 @@ def _config_map(
     values: Mapping[str, str] | None,
     lookup: variables.Lookup | None,
     cluster: Cluster | None = None,
+    context: Context | None = None,
 ) -> Iterator[Query] | None:
     found: list[Query] = []
     recognised = False
+    name = str((doc.get("metadata") or {}).get("name") or "")
     for key, text in (doc.get("data") or {}).items():
+        if context is not None and (name, str(key)) in context.referenced:
+            recognised = True  # read as the GrafanaDashboard that refers to it, not twice
+            continue
         try:
             inner = json.loads(text) if str(key).endswith(".json") else yaml.safe_load(text)
         except (ValueError, yaml.YAMLError, TypeError):
@@ -273,14 +308,21 @@ def _config_map(
     return iter(found) if recognised else None
 
 
+@functools.cache
+def _stdin() -> str:
+    """Standard input, read once: a file is read again per cluster and for its scrape configuration."""
+    return sys.stdin.read()
+
+
 def load_documents(path: Path) -> list[Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _stdin() if path == STDIN else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadFileError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
-    kind = "JSON" if path.suffix == ".json" else "YAML"
+    is_json = path.suffix == ".json" or (path == STDIN and text.lstrip().startswith("{"))
+    kind = "JSON" if is_json else "YAML"
     try:
-        return [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
+        return [json.loads(text)] if is_json else list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         raise BadFileError(hint(str(path), text, RENDER) or f"{path}: not valid {kind}: {exc}") from exc
     except json.JSONDecodeError as exc:
@@ -299,22 +341,26 @@ def file_queries(
     """Every query of `path`; raises BadFileError (UnknownFileError when nothing in it is recognised). With
     `cluster`, dashboards' cluster variables are set to it."""
     docs = load_documents(path)
+    context = Context.of(docs)
     found: list[Query] = []
     recognised = False
     for i, doc in enumerate(docs):
         source = str(path) if len(docs) == 1 else f"{path} document {i + 1}"
         try:
-            queries = document_queries(doc, source, values, lookup, cluster=cluster)
+            queries = document_queries(doc, source, values, lookup, cluster=cluster, context=context)
             if queries is not None:
                 recognised = True
                 found.extend(queries)
+        except UnreadableError as exc:
+            raise BadFileError(f"{source}: {exc}") from exc
         except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a list or a number where a map is due
             raise BadFileError(f"{source}: a {_kind(doc)} of an unexpected shape: {type(exc).__name__}: {exc}") from exc
     if not recognised:
         raise UnknownFileError(
-            f"{path}: not a Grafana dashboard, Grafana alert rule file, Prometheus rule file, PrometheusRule, "
-            "KEDA ScaledObject/ScaledJob, prometheus-adapter config, Prometheus scrape configuration or "
-            "ServiceMonitor/PodMonitor, or ConfigMap holding one"
+            f"{path}: not a Grafana dashboard (classic, v1 or v2 resource, GrafanaDashboard, GrafanaManifest), "
+            "Perses dashboard or PersesDashboard, Grafana alert rule file, Prometheus rule file, PrometheusRule, "
+            "KEDA ScaledObject/ScaledJob, autoscaling/v2 HorizontalPodAutoscaler, prometheus-adapter config, "
+            "Prometheus scrape configuration or ServiceMonitor/PodMonitor, or ConfigMap holding one"
         )
     return found
 
@@ -333,3 +379,8 @@ def expand(paths: list[Path]) -> list[Path]:
         else:
             out.append(path)
     return out
+
+
+def _map(value: Any) -> dict[str, Any]:
+    """`value` when it is a mapping, else an empty one (a list or a scalar where a map is due reads as none)."""
+    return value if isinstance(value, dict) else {}

@@ -4,13 +4,16 @@ fix, rules); SARIF names each finding's lint as its rule and the line of the fil
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from exporter import sarif
+from exporter.check import hpa
 from exporter.check.evaluate import Result
+from exporter.check.inputs import Query
 
 NOT_JUDGED = "engine-name-not-judged"  # the rule offline check gives such a query (offline.NOT_JUDGED)
 LABELS = {
@@ -35,6 +38,16 @@ def record(result: Result) -> dict[str, Any]:
     }
 
 
+def skipped_record(query: Query) -> dict[str, Any]:
+    return {"file": query.source, "location": query.where, "expr": query.expr, "datasource": query.datasource}
+
+
+def skipped_reason(query: Query) -> str:
+    if query.datasource == hpa.ADAPTER:
+        return "a metrics adapter's name, not a Prometheus series: check the adapter's rules"
+    return f"runs on {query.datasource}, not PromQL: not checked"
+
+
 def counts(results: Sequence[Result]) -> dict[str, int]:
     return {s: sum(r.status == s for r in results) for s in LABELS}
 
@@ -53,10 +66,17 @@ class Read:
         return cls(len(results), files, sum(r.status != "unjudged" for r in results))
 
 
-def write_json(results: Sequence[Result], errors: Sequence[str], out: TextIO, read: Read | None = None) -> None:
+def write_json(
+    results: Sequence[Result],
+    errors: Sequence[str],
+    out: TextIO,
+    read: Read | None = None,
+    skipped: Sequence[Query] = (),
+) -> None:
     read = read or Read.of(results, len({r.query.source for r in results}))
     report = {"results": [record(r) for r in results], "errors": list(errors), "counts": counts(results)}
     report["read"] = {"queries": read.queries, "files": read.files, "judged": read.judged}
+    report["skipped"] = [skipped_record(q) for q in skipped]  # not PromQL: not among the queries read
     json.dump(report, out, indent=1)
     out.write("\n")
 
@@ -70,9 +90,12 @@ def write_text(
     scope: str = "",
     read: Read | None = None,
     strict: bool = False,
+    skipped: Sequence[Query] = (),
 ) -> None:
     for error in errors:
         print(f"ERROR {error}", file=out)
+    for query in skipped:
+        print(f"other {query.source}: {query.where}: {skipped_reason(query)}", file=out)
     for r in results:
         failed = strict and NOT_JUDGED in r.rules  # --strict fails it: say why
         if r.status in ("ok", "unjudged") and not verbose and not failed:
@@ -85,10 +108,12 @@ def write_text(
         if fixes and r.fix is not None:
             print(f"      fix: {r.fix}", file=out)
     read = read or Read.of(results, len({r.query.source for r in results}))
-    print(summary(results, errors, read, scope), file=out)
+    print(summary(results, errors, read, scope, skipped), file=out)
 
 
-def summary(results: Sequence[Result], errors: Sequence[str], read: Read, scope: str) -> str:
+def summary(
+    results: Sequence[Result], errors: Sequence[str], read: Read, scope: str, skipped: Sequence[Query] = ()
+) -> str:
     """The last line: how many queries of how many files were read and judged, then what was found."""
     n = counts(results)
     head = f"{read.queries} queries in {read.files} files"
@@ -104,6 +129,9 @@ def summary(results: Sequence[Result], errors: Sequence[str], read: Read, scope:
             + (f", {n['unjudged']} not judged" if n["unjudged"] else "")
             + (f" {scope}" if scope else "")
         )
+    if skipped:
+        on = sorted(Counter(q.datasource for q in skipped).items())
+        line += f"; {len(skipped)} skipped (" + ", ".join(f"{count} {kind}" for kind, count in on) + ")"
     return line + (f"; {len(errors)} files not checked" if errors else "")
 
 

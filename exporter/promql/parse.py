@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from exporter.promql.selectors import Selector, read_matchers, unquote
-from exporter.promql.tokens import AGGREGATIONS, KEYWORDS, PromQLSyntaxError, lex
+from exporter.promql.tokens import AGGREGATIONS, GROUPING, KEYWORDS, PromQLSyntaxError, lex
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,15 @@ _CONSTANTS = frozenset({"inf", "nan"})
 
 
 def _spanned_tokens(expr: str) -> list[tuple[str, str, int, int]]:
-    return [*((m.lastgroup or "", m.group(), m.start(), m.end()) for m in lex(expr)), ("end", "", len(expr), len(expr))]
+    """The tokens, keywords and aggregations in lower case: Prometheus' lexer reads them case-insensitively
+    (`OR vector(0)`, `SUM BY (pod)`), functions and names as written."""
+    tokens = [(m.lastgroup or "", _word(m.lastgroup, m.group()), m.start(), m.end()) for m in lex(expr)]
+    return [*tokens, ("end", "", len(expr), len(expr))]
+
+
+def _word(kind: str | None, text: str) -> str:
+    lower = text.lower()
+    return lower if kind == "ident" and (lower in KEYWORDS or lower in AGGREGATIONS or lower in GROUPING) else text
 
 
 class _Parser:

@@ -79,11 +79,11 @@ def selectors(expr: str) -> list[Selector]:
         if text == "[":  # range or subquery: durations and steps, no selectors
             while tokens[i][1] not in ("]", ""):
                 i += 1
-        elif kind == "ident" and text in GROUPING:
+        elif kind == "ident" and text.lower() in GROUPING:  # keywords are case-insensitive in PromQL
             if nxt == "(":
                 while tokens[i][1] not in (")", ""):
                     i += 1
-        elif kind == "ident" and (nxt == "(" or text in AGGREGATIONS or text in KEYWORDS):
+        elif kind == "ident" and (nxt == "(" or text.lower() in AGGREGATIONS or text.lower() in KEYWORDS):
             pass  # a function call, an aggregation or a keyword
         elif kind == "ident":
             matchers: tuple[Matcher, ...] = ()

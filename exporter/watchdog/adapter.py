@@ -82,7 +82,8 @@ class Evaluator:
     def dashboard(self, text: str) -> list[tuple[str, str, Query]]:
         """(where, query as written, query as Grafana runs it) of a dashboard kept by `dashboard_text`."""
         found = dashboard_queries(json.loads(text), "", None, self._recorder, cluster=self._cluster)
-        return [(q.where, q.written, q) for q in found]
+        # a Loki or Tempo panel's query is not PromQL: never sent to Prometheus, never an error
+        return [(q.where, q.written, q) for q in found if not q.datasource]
 
     def evaluate(self, query: Query) -> Outcome:
         self._recorder.error = None

@@ -56,7 +56,7 @@ def test_an_unrendered_helm_template_is_named_with_the_command_that_renders_it(t
         file_queries(path)
     assert str(raised.value) == (
         f"{path}: an unrendered Helm template (line 1: {{{{- if .Values.prometheusRule.enabled }}}}), not YAML; "
-        "render it first: `helm template <release> <chart> > rendered.yaml`, then check rendered.yaml"
+        "render it first: `helm template <release> <chart> | llm-exporter check [--against …|--prometheus …] -`"
     )
 
 

@@ -27,6 +27,7 @@ from tests.bundle.servers import Served, prometheus, query, static_job, wait_for
 from tests.engines.engine_servers import recorded
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures/check_corpus"
+FORMATS = Path(__file__).resolve().parents[1] / "fixtures/check_formats"
 OLD_KV_QUERY = 'avg(vllm:gpu_cache_usage_perc{model_name="tiny"})'  # an autoscaler written for vLLM before 0.12
 
 
@@ -150,3 +151,12 @@ def test_one_old_dashboard_with_many_stale_panels_leaves_the_scaled_objects_diag
         'renamed="vllm:gpu_cache_usage_perc",successor="vllm:kv_cache_usage_perc",'
         'fix="avg(vllm:kv_cache_usage_perc{model_name=\\"tiny\\"})"} 1'
     ) in exposition
+
+
+def test_the_loki_panels_of_a_dashboard_are_not_watched(prom: str) -> None:
+    text = (FORMATS / "loki-logs-dashboard.json").read_text(encoding="utf-8")
+    found = Evaluator(HttpPrometheus(prom)).dashboard(text)
+    assert [where for where, _, _ in found] == [
+        f"panel {title!r} query A"
+        for title in ("goroutines", "gc duration", "cpu", "working set", "tx", "rx", "restarts", "bad words")
+    ]
