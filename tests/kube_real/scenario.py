@@ -14,7 +14,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from functools import partial
 from typing import Any
 
@@ -26,6 +25,8 @@ from tests.kube_real.gpu_cluster import (
     blocking_filters,
     exported_samples,
     failed_scheduling,
+    quantity,
+    requested,
     without_gpus,
 )
 from tests.kubecluster import Cluster, wait_for
@@ -36,7 +37,6 @@ ZONE = "topology.kubernetes.io/zone"
 SETTLE = 120.0
 SELECTOR_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 FILTERS = ("other_resources", "topology_spread", "pod_affinity")  # kube-scheduler's order of the plugins
-_SCALE = {"m": Decimal("0.001"), "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "": Decimal(1)}
 
 
 @dataclass
@@ -196,24 +196,6 @@ def uniformly(what_else: dict[str, int], nodes: Sequence[str]) -> dict[str, str 
     (only,) = what_else  # each scenario has one blocker
     assert what_else[only] == len(nodes), f"{only} refuses {what_else[only]} of {len(nodes)} nodes"
     return dict.fromkeys(nodes, only)
-
-
-def quantity(text: str) -> Decimal:
-    """A cpu or memory quantity as these scenarios write them ("500m", "4", "16Gi")."""
-    for suffix in ("Ki", "Mi", "Gi", "m"):
-        if text.endswith(suffix):
-            return Decimal(text.removesuffix(suffix)) * _SCALE[suffix]
-    return Decimal(text)
-
-
-def requested(pod: Obj, resource: str) -> Decimal:
-    """The pod's request of `resource` (its containers' requests, else limits; no init containers here)."""
-    total = Decimal(0)
-    for container in pod["spec"]["containers"]:
-        resources = container.get("resources") or {}
-        value = (resources.get("requests") or {}).get(resource) or (resources.get("limits") or {}).get(resource)
-        total += quantity(str(value)) if value else 0
-    return total
 
 
 def exporter_says(collector: ClusterCollector, run: Run, pod: str, expected: tuple[str, str]) -> None:
