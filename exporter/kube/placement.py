@@ -151,7 +151,12 @@ class PodIndex:
         group.nodes[node] += sign
         if pod.terminating:
             group.terminating[node] += sign
-        _count(self._used, node, traits.other, sign)
+        used = self._used.get(node)  # inline, not `_count`: every pod event of a view passes here
+        if used is None:
+            self._used[node] = used = {"pods": 0}
+        used["pods"] += sign
+        for resource, count in traits.other:
+            used[resource] = used.get(resource, 0) + sign * count
         if not (pod.requests or pod.claims):  # what moving the GPU pods would not free
             _count(self._non_gpu, node, traits.other, sign)
         if sign < 0:
@@ -163,6 +168,8 @@ class PodIndex:
                 self._anti.pop((pod.namespace, id(traits)), None)
                 if not by_traits:
                     del self._groups[pod.namespace]
+            if used["pods"] <= 0:
+                del self._used[node]
 
     def remove(self, pod: PodRecord) -> None:
         self.add(pod, -1)

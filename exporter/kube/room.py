@@ -3,9 +3,10 @@
 For one pending pod and one GPU resource, each *eligible* node (it offers the resource; the pod's
 nodeSelector, required node affinity and tolerations allow it, `eligibility.admits`) stands as:
 
-- ruled out whatever is moved: topology spread or pod (anti-)affinity forbid it (`placement.py`; counted
-  under the first of the two, in the scheduler's order), or the pods *without* GPUs bound there leave too
-  little cpu, memory, pod slots or another resource for the pod (`other_resources`);
+- ruled out whatever is moved, under the first of these in the scheduler's order: `other_resources` where
+  the pods *without* GPUs bound there leave too little cpu, memory, pod slots or another resource for the
+  pod; `topology_spread` or `pod_affinity` where a DoNotSchedule spread constraint or pod (anti-)affinity
+  forbids it (`placement.py`);
 - a *candidate*: nothing rules it out and the pod's non-GPU requests fit now, beside every pod bound there;
 - *movable*: nothing rules it out and they would fit once the GPU pods bound there moved, taking the cpu
   and memory they hold with them (every candidate is movable).
@@ -28,7 +29,7 @@ spread and affinity rule out).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from exporter.kube.capacity import Usage
@@ -136,21 +137,6 @@ class Placer:
             self._keep_alive += (pod.constraints, pod.traits)
             found = self._rooms[shape] = self._evaluate(pod, resource)
         return found
-
-    def standings(self, pod: PodRecord, resource: str) -> Iterator[Standing]:
-        """Each eligible node's `Standing`, the definition `room` must agree with (tests, diagnosis)."""
-        nodes = self._eligible(pod, resource)
-        spread, affinity = self._exclusions(pod)
-        candidates = {n for _, n in nodes.candidates}
-        for name, free in nodes.free.items():
-            ruled_out: str | None = None  # the first filter that rules it out, in the scheduler's order
-            if name not in nodes.movable:
-                ruled_out = "other_resources"
-            elif name in spread:
-                ruled_out = "topology_spread"
-            elif name in affinity:
-                ruled_out = "pod_affinity"
-            yield Standing(free, ruled_out, name in candidates)
 
     def _eligible(self, pod: PodRecord, resource: str) -> _Nodes:
         other = pod.traits.other
