@@ -6,16 +6,19 @@
 Cluster role: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (tests/kubecluster.py)
 with `--nodes` kwok nodes and `--pods` pods in the shape of tests/fleet.py (H100/A100/L40S pools of 8 GPUs
 per node; engine Deployments with HPAs, cpu-only Deployments, Services, Ingresses, HTTPRoutes on the
-served Gateway API CRD, unplaceable GPU replicas). The shipped RBAC (deploy/base) is applied and
-`llm-exporter serve --role cluster` runs in its own process with the shipped config
-(deploy/base/config/cluster.yaml) on its ServiceAccount's token. Printed: time to first sync (/readyz) and
-CPU until then, RSS at ready and after churn (`--churn-pods` bound replicas deleted, which their
+served Gateway API CRD, unplaceable GPU replicas, and an H200 pool fragmented by design: 8-GPU replicas
+asking 32 cpu where 6-GPU replicas leave 2 GPUs and less cpu per node, 140 at 1,000 nodes). The shipped
+RBAC (deploy/base) is applied and `llm-exporter serve --role cluster` runs in its own process with the
+shipped config (deploy/base/config/cluster.yaml) on its ServiceAccount's token. Printed: time to first
+sync (/readyz) and CPU until then, RSS at ready and after churn (`--churn-pods` bound replicas deleted, which their
 ReplicaSets re-create, and `--cordon` nodes cordoned), CPU per 1,000 pod events (counted by a watch of
 the bench's own; the exporter's idle CPU, node heartbeats included, is shown apart), CPU and wall time per
 scrape, /metrics size and series; each beside kube-state-metrics' published sizing for the node count
 (250 MiB and 0.1 cores, at least 2 MiB and 0.001 cores per node above 100 nodes) and the baseline measured
 before the fixes (64 s, 162 MiB, 0.66 s of CPU per scrape at 1,000 nodes and 30,000 pods). The exported view
-is checked against the API's account (every node, pending GPU pods) at ready and after churn.
+is checked against the API's account (every node, pending GPU pods and the reason DESIGN gives each,
+tests/fleet_reasons.py) at ready and after churn; at ready every designed-fragmented replica must be
+`fragmented`.
 
 Node role: `serve --role node` with `--engine-targets` static targets, each a loopback server replaying a
 recorded vLLM body (tests/fixtures/vllm); printed: scrape wall time and CPU, RSS.
@@ -37,6 +40,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from collections import Counter
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -74,13 +78,7 @@ def build_fleet(cluster: Cluster, shape: fleet.Fleet) -> float:
     cluster.kubectl("apply", "--server-side", "-f", str(base / "namespace.yaml"), "-f", str(base / "rbac.yaml"))
     cluster.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(base / "serviceaccounts.yaml"))
     start = time.monotonic()
-    nodes = shape.node_objects()
-    fleet.create(cluster, nodes)
-    fleet.create(cluster, shape.namespaces())
-    names = [n["metadata"]["name"] for n in nodes]
-    wait_for(lambda: fleet.nodes_ready(cluster, names), 600, "fleet nodes Ready", interval=2)
-    fleet.create(cluster, shape.workloads(httproutes=True))
-    fleet.wait_settled(cluster, shape, 1800)
+    fleet.build(cluster, shape, httproutes=True, timeout=1800)
     return time.monotonic() - start
 
 
@@ -94,31 +92,46 @@ def scrape(port: int) -> tuple[float, str]:
     return wall, body
 
 
-def exported(body: str) -> tuple[set[str], int]:
-    """(nodes in llm_node_schedulable, pending GPU pods in llm_cluster_pending_pods) of one exposition."""
+def exported(body: str) -> tuple[set[str], int, dict[tuple[str, str], str]]:
+    """(nodes in llm_node_schedulable, pending GPU pods in llm_cluster_pending_pods, the reason of each
+    pending GPU pod in llm_pending_pod_gpus_requested) of one exposition."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    nodes, pending = set(), 0.0
+    nodes, pending, reasons = set(), 0.0, {}
     for family in text_string_to_metric_families(body):
         for s in family.samples:
             if s.name == "llm_node_schedulable":
                 nodes.add(s.labels["node"])
             elif s.name == "llm_cluster_pending_pods" and s.labels["resource"] == fleet.GPU:
                 pending += s.value
-    return nodes, int(pending)
+            elif s.name == "llm_pending_pod_gpus_requested" and s.labels["resource"] == fleet.GPU:
+                reasons[(s.labels["namespace"], s.labels["pod"])] = s.labels["reason"]
+    return nodes, int(pending), reasons
 
 
-def agreement(cluster: Cluster, port: int) -> str:
-    """Wait until the exported nodes and pending GPU pods are the API's; say both."""
+def by_reason(reasons: dict[tuple[str, str], str]) -> str:
+    return ", ".join(f"{reason} {count}" for reason, count in sorted(Counter(reasons.values()).items()))
+
+
+def agreement(cluster: Cluster, port: int, shape: fleet.Fleet | None = None) -> str:
+    """Wait until the exported nodes, pending GPU pods and their reasons are the API's (the reasons as
+    DESIGN gives them, tests/fleet_reasons.py); say so. With `shape`, its designed-fragmented replicas
+    must be there, every one `fragmented`."""
     seen = ""
 
     def same() -> bool:
         nonlocal seen
         truth = fleet.account(cluster)
-        nodes, pending = exported(scrape(port)[1])
+        nodes, pending, reasons = exported(scrape(port)[1])
         seen = f"nodes {len(nodes)} exported / {len(truth.nodes)} in the API, "
-        seen += f"pending GPU pods {pending} exported / {len(truth.pending)} in the API"
-        return nodes == truth.nodes and pending == len(truth.pending)
+        seen += f"pending GPU pods {pending} exported / {len(truth.pending)} in the API; "
+        seen += f"reasons exported: {by_reason(reasons)} / DESIGN's: {by_reason(truth.reasons)}"
+        ok = nodes == truth.nodes and pending == len(truth.pending) and reasons == truth.reasons
+        if shape is not None:
+            designed = [r for (_, pod), r in reasons.items() if pod.startswith(f"{fleet.FRAGMENTING}-")]
+            seen += f"; designed-fragmented replicas: {designed.count('fragmented')} of {shape.fragmented} fragmented"
+            ok = ok and designed == ["fragmented"] * shape.fragmented
+        return ok
 
     wait_for(same, 120, "exported view equal to the API's", interval=3)
     return seen
@@ -165,7 +178,7 @@ def cluster_role(shape: fleet.Fleet, churn_pods: int, cordon: int, scrapes: int,
             first_sync = time.monotonic() - t0
             cpu_ready, rss_ready, _ = proc_stats(role.pid)
             print(f"first sync: {first_sync:.1f} s, {cpu_ready:.1f} s of CPU, RSS {rss_ready:.0f} MiB", flush=True)
-            print(f"at ready: {agreement(cluster, port)}", flush=True)
+            print(f"at ready: {agreement(cluster, port, shape)}", flush=True)
 
             time.sleep(10)  # what the first scrapes started settles
             idle_s = 30.0

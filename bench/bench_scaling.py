@@ -56,6 +56,7 @@ def node_rows(scales: list[int], pause: float) -> None:
 def cluster_figures(scale: float, events: int) -> dict[str, tuple[float, ...]]:
     """bench_cluster.py's printed figures: {row label: (ours, peer[, ratio])}; it runs in its own processes."""
     cmd = [sys.executable, str(ROOT / "bench" / "bench_cluster.py"), "--scale", str(scale), "--events", str(events)]
+    cmd += ["--no-baseline", "--no-previous"]  # its rows are ours against the peer; the revisions are judged there
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, timeout=900).stdout
     figures: dict[str, tuple[float, ...]] = {}
     last = ""

@@ -2,19 +2,22 @@
 LLMs, created in bulk; and the API's own account of it, to hold the cluster role's figures against.
 
     shape = Fleet.scaled(nodes=100, pods=3000)
-    create(cluster, shape.node_objects())          # concurrent POSTs on kept-alive connections
-    create(cluster, shape.namespaces())
-    create(cluster, shape.workloads(httproutes=True))
-    wait_settled(cluster, shape, timeout)            # every replica created, bound or refused by the scheduler
-    truth = account(cluster)                        # nodes, allocatable/allocated GPUs, pending GPU pods
+    build(cluster, shape, httproutes=True, timeout)  # nodes, namespaces, workloads; every replica placed or
+                                                     # refused by the scheduler, the fragmenting ones last
+    truth = account(cluster)                         # nodes, allocatable/allocated GPUs, pending GPU pods
+                                                     # and the reason DESIGN gives each of them
 
 Nodes: three pools (H100, A100, L40S), 8 `nvidia.com/gpu` each, labelled with the GPU product as the GPU
 operator's feature discovery labels them. Engine Deployments (the scrape annotation, one HPA each) ask for
-1, 2 or 4 GPUs per replica in one pool, about 60 % of the GPUs in all; two Deployments of engine replicas
-cannot be placed (16 GPUs per replica, and a pool no node is in); the other pods are cpu-only workloads of
-about 100 replicas. Services select every Deployment (and a few selectors of nothing), Ingresses and
-HTTPRoutes send traffic to engine Services. Ratios are those of 1,000 nodes and 30,000 pods: 60 engine
-Deployments, ~1,130 Services, ~240 Ingresses, 20 HTTPRoutes, ~200 unplaceable GPU pods.
+1, 2 or 4 GPUs per replica in one pool, about 60 % of the GPUs in all, and 4 cpu and 32 GiB per GPU; two
+Deployments of engine replicas cannot be placed (16 GPUs per replica, and a pool no node is in); the other
+pods are cpu-only workloads of about 100 replicas. A fourth pool (H200, 7 % of the nodes, 48 cpu each) is
+fragmented by design: one 6-GPU replica per node leaves 2 GPUs and under 24 cpu free on each, then 8-GPU
+replicas asking 32 cpu come, two per node, and stay Pending: no node has the GPUs or the cpu, and moving
+the 6-GPU replicas would free both (`fragmented`). Services select every Deployment (and a few selectors of
+nothing), Ingresses and HTTPRoutes send traffic to engine Services. Ratios are those of 1,000 nodes and
+30,000 pods: 60 engine Deployments (and the 4 of the unplaceable and fragmented pools), ~1,130 Services,
+~240 Ingresses, 20 HTTPRoutes, ~200 unplaceable and 140 fragmented GPU pods.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from tests.fleet_reasons import pending_reasons
 from tests.kubeapi import KWOK_ANNOTATION, Cluster, _object_path, wait_for
 
 Obj = dict[str, Any]
@@ -35,7 +39,11 @@ GPU = "nvidia.com/gpu"
 PRODUCT = "nvidia.com/gpu.product"
 POOL = "test.llm-exporter/pool"
 POOLS = (("h100", "NVIDIA-H100-80GB-HBM3"), ("a100", "NVIDIA-A100-SXM4-80GB"), ("l40s", "NVIDIA-L40S"))
+FRAGMENTED_POOL = ("h200", "NVIDIA-H200")  # one 6-GPU replica per node, then 8-GPU replicas that cannot fit
+FRAGMENTED_SHARE = 0.07  # of the nodes
+FRAGMENTING = "vllm-h200-tp8"  # the Deployment whose replicas are fragmented by design
 GPUS_PER_NODE = 8
+CPU_PER_GPU, MEMORY_PER_GPU_GI = 4, 32  # what an engine pod asks for besides each GPU
 ENGINE_SHARE = 0.6  # of each pool's GPUs asked for by its engine Deployments
 TEAMS = 20  # namespaces
 
@@ -46,6 +54,7 @@ class Fleet:
     pod_count: int
     engine_deployments: int
     unplaceable: int
+    fragmented_nodes: int
     services: int
     ingresses: int
     httproutes: int
@@ -59,17 +68,28 @@ class Fleet:
             pod_count=pods,
             engine_deployments=max(3, round(60 * nodes / 1000) // 3 * 3),
             unplaceable=max(2, round(200 * nodes / 1000) // 2 * 2),
+            fragmented_nodes=max(1, round(FRAGMENTED_SHARE * nodes)),
             services=max(10, round(1130 * per_pod)),
             ingresses=max(3, round(240 * per_pod)),
             httproutes=max(2, round(20 * per_pod)),
         )
 
+    @property
+    def fragmented(self) -> int:
+        """The 8-GPU replicas that stay Pending with free GPUs, by design: two per node of their pool."""
+        return 2 * self.fragmented_nodes
+
     # -- nodes ------------------------------------------------------------------------------------------
     def node_objects(self) -> list[Obj]:
-        return [node(f"gpu-{pool}-{i:05d}", pool, product) for i, (pool, product) in enumerate(self._pools())]
+        pooled = [node(f"gpu-{pool}-{i:05d}", pool, product) for i, (pool, product) in enumerate(self._pools())]
+        pool, product = FRAGMENTED_POOL
+        first = len(pooled)
+        return pooled + [
+            node(f"gpu-{pool}-{first + i:05d}", pool, product, cpu=48) for i in range(self.fragmented_nodes)
+        ]
 
     def _pools(self) -> Iterator[tuple[str, str]]:
-        for i in range(self.node_count):
+        for i in range(self.node_count - self.fragmented_nodes):
             yield POOLS[i % len(POOLS)]
 
     # -- namespaces and workloads -----------------------------------------------------------------------
@@ -79,7 +99,7 @@ class Fleet:
     def engines(self) -> list[tuple[str, str, str, int, int]]:
         """(namespace, name, pool, GPUs per replica, replicas) of each engine Deployment."""
         per_pool = self.engine_deployments // len(POOLS)
-        pool_gpus = self.node_count / len(POOLS) * GPUS_PER_NODE
+        pool_gpus = (self.node_count - self.fragmented_nodes) / len(POOLS) * GPUS_PER_NODE
         out = []
         for d in range(self.engine_deployments):
             pool = POOLS[d % len(POOLS)][0]
@@ -89,6 +109,9 @@ class Fleet:
         half = self.unplaceable // 2
         out.append((team(0), "vllm-tp16", "h100", 16, half))  # no node has 16 GPUs
         out.append((team(1), "vllm-b200", "b200", 8, self.unplaceable - half))  # no node is in that pool
+        pool = FRAGMENTED_POOL[0]
+        out.append((team(2), "vllm-h200-pp3", pool, 6, self.fragmented_nodes))  # one per node: 2 GPUs left on each
+        out.append((team(3), FRAGMENTING, pool, 8, self.fragmented))  # created once those are placed
         return out
 
     def others(self) -> list[tuple[str, str, int]]:
@@ -98,10 +121,13 @@ class Fleet:
         return [(team(d), f"app-{d:04d}", rest // count + (1 if d < rest % count else 0)) for d in range(count)]
 
     def workloads(self, httproutes: bool) -> list[Obj]:
-        """Deployments, HPAs, Services, Ingresses and (with the CRD served) HTTPRoutes."""
+        """Deployments, HPAs, Services, Ingresses and (with the CRD served) HTTPRoutes; not the fragmenting
+        Deployment (`fragmenting`), which comes once these are placed."""
         objs: list[Obj] = []
         engine_services: list[tuple[str, str]] = []
         for namespace, name, pool, gpus, replicas in self.engines():
+            if name == FRAGMENTING:
+                continue
             objs.append(deployment(namespace, name, replicas, engine_pod(pool, gpus)))
             objs.append(hpa(namespace, name, replicas))
             objs.append(service(namespace, name, {"app": name}, 8000))
@@ -121,13 +147,24 @@ class Fleet:
                 objs.append(httproute(namespace, f"{name}-{i:03d}", name))
         return objs
 
+    def fragmenting(self) -> list[Obj]:
+        """The 8-GPU Deployment of the fragmented pool, its HPA and Service: created last, so that no node of
+        the pool is empty when its replicas come."""
+        objs: list[Obj] = []
+        for namespace, name, pool, gpus, replicas in self.engines():
+            if name == FRAGMENTING:
+                objs.append(deployment(namespace, name, replicas, engine_pod(pool, gpus)))
+                objs.append(hpa(namespace, name, replicas))
+                objs.append(service(namespace, name, {"app": name}, 8000))
+        return objs
+
 
 def team(i: int) -> str:
     return f"team-{i % TEAMS:02d}"
 
 
-def node(name: str, pool: str, product: str) -> Obj:
-    resources = {"cpu": "96", "memory": "1024Gi", "pods": "110", GPU: str(GPUS_PER_NODE)}
+def node(name: str, pool: str, product: str, cpu: int = 96) -> Obj:
+    resources = {"cpu": str(cpu), "memory": "1024Gi", "pods": "110", GPU: str(GPUS_PER_NODE)}
     labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok", POOL: pool, PRODUCT: product}
     return {
         "apiVersion": "v1",
@@ -144,7 +181,10 @@ def engine_pod(pool: str, gpus: int) -> Obj:
         "image": "vllm/vllm-openai:v0.11.0",
         "args": ["--model", "/models/llama", "--tensor-parallel-size", str(gpus)],
         "ports": [{"containerPort": 8000, "name": "http"}],
-        "resources": {"limits": {GPU: str(gpus)}, "requests": {"cpu": "4", "memory": "32Gi", GPU: str(gpus)}},
+        "resources": {
+            "limits": {GPU: str(gpus)},
+            "requests": {"cpu": str(CPU_PER_GPU * gpus), "memory": f"{MEMORY_PER_GPU_GI * gpus}Gi", GPU: str(gpus)},
+        },
     }
     return {
         "annotations": {"llm-exporter.io/scrape": "true", "llm-exporter.io/port": "8000"},
@@ -317,6 +357,7 @@ class Account:
     allocated: dict[str, int]  # node -> GPUs requested by its unfinished bound pods
     pending: frozenset[tuple[str, str]]  # unbound, unfinished pods that ask for GPUs
     pods: int  # unfinished pods
+    reasons: dict[tuple[str, str], str]  # the pending GPU pods' reasons by DESIGN (tests/fleet_reasons.py)
 
     @property
     def free(self) -> dict[str, int]:
@@ -353,6 +394,7 @@ def account(cluster: Cluster) -> Account:
         allocated=allocated,
         pending=frozenset(pending),
         pods=len(pods),
+        reasons=pending_reasons(nodes, pods),
     )
 
 
@@ -370,8 +412,24 @@ def settled(cluster: Cluster, expected_pods: int) -> bool:
     return True
 
 
-def wait_settled(cluster: Cluster, shape: Fleet, timeout: float) -> None:
-    wait_for(lambda: settled(cluster, shape.pod_count), timeout, f"{shape.pod_count} pods placed", interval=2)
+def wait_settled(cluster: Cluster, shape: Fleet, timeout: float, pods: int | None = None) -> None:
+    """Until `pods` (default: all the shape's) exist and are placed or refused."""
+    expected = shape.pod_count if pods is None else pods
+    wait_for(lambda: settled(cluster, expected), timeout, f"{expected} pods placed", interval=2)
+
+
+def build(cluster: Cluster, shape: Fleet, httproutes: bool, timeout: float) -> None:
+    """Nodes and namespaces; once the nodes are Ready, the workloads, placed or refused; then the
+    fragmenting Deployment (its pool has no empty node by then), placed or refused."""
+    nodes = shape.node_objects()
+    create(cluster, nodes)
+    create(cluster, shape.namespaces())
+    names = [n["metadata"]["name"] for n in nodes]
+    wait_for(lambda: nodes_ready(cluster, names), timeout, "fleet nodes Ready", interval=2)
+    create(cluster, shape.workloads(httproutes=httproutes))
+    wait_settled(cluster, shape, timeout, shape.pod_count - shape.fragmented)
+    create(cluster, shape.fragmenting())
+    wait_settled(cluster, shape, timeout)
 
 
 def nodes_ready(cluster: Cluster, names: Iterable[str]) -> bool:

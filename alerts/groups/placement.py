@@ -25,9 +25,10 @@ def alerts(t: Thresholds) -> list[Alert]:
                 "Pending although the cluster has that many free."
             ),
             description=(
-                "The free GPUs are spread over nodes so that no single node can hold the pod, although cpu, memory, "
-                "pod affinity and topology spread would let it run on them. Bin-pack or drain small GPU pods, or "
-                "split the replica."
+                "Moving GPU pods would let it run: the free GPUs of the nodes that its pod affinity, topology spread "
+                "and the pods without GPUs leave open add up to its request, but no single node has the GPUs, and "
+                "the cpu and memory, for it now; the GPU pods there hold the rest. Bin-pack or drain small GPU pods, "
+                "or split the replica."
             ),
         ),
         Alert(

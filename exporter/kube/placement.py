@@ -41,6 +41,7 @@ from exporter.kube.records import (
 FILTERS = ("other_resources", "topology_spread", "pod_affinity")  # kube-scheduler's order of the plugins
 _FINISHED = frozenset({"Succeeded", "Failed"})
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+Usages = dict[str, dict[str, int]]  # node → resource → requested, and "pods" → how many
 
 
 def selects(selector: Selector | None, labels: Mapping[str, str]) -> bool:
@@ -95,16 +96,30 @@ def _held(pod: PodRecord) -> bool:
     return bool(pod.node) and pod.phase not in _FINISHED
 
 
+def _count(into: Usages, node: str, other: tuple[tuple[str, int], ...], sign: int) -> None:
+    """Add (sign -1: take away) one pod's non-GPU requests `other` and its pod slot to `node`'s usage."""
+    used = into.get(node)
+    if used is None:
+        into[node] = used = {"pods": 0}
+    used["pods"] += sign
+    for resource, count in other:
+        used[resource] = used.get(resource, 0) + sign * count
+    if used["pods"] <= 0:
+        del into[node]
+
+
 class PodIndex:
     """The bound pods that hold resources, grouped by namespace and traits (the replicas of a workload share
     their traits), so a selector is matched once per workload rather than once per pod, and their non-GPU
-    usage per node. `PodIndexCache` keeps one up to date from one view to the next by moving only the pods
-    whose record changed; what depends on the nodes is found again for each view (`refresh`)."""
+    usage per node: of every pod, and of the pods without GPUs (what stays when GPU pods move).
+    `PodIndexCache` keeps one up to date from one view to the next by moving only the pods whose record
+    changed; what depends on the nodes is found again for each view (`refresh`)."""
 
     def __init__(self, nodes: Mapping[str, NodeRecord], pods: Iterable[PodRecord] = ()) -> None:
         self._groups: dict[str, dict[int, Group]] = {}
         self._anti: dict[tuple[str, int], Group] = {}
-        self._used: dict[str, dict[str, int]] = {}
+        self._used: Usages = {}  # node → the non-GPU requests of every pod bound there
+        self._non_gpu: Usages = {}  # node → the same of the pods without GPUs only
         for pod in pods:
             if _held(pod):
                 self.add(pod)
@@ -136,12 +151,14 @@ class PodIndex:
         group.nodes[node] += sign
         if pod.terminating:
             group.terminating[node] += sign
-        used = self._used.get(node)
+        used = self._used.get(node)  # inline, not `_count`: every pod event of a view passes here
         if used is None:
             self._used[node] = used = {"pods": 0}
         used["pods"] += sign
         for resource, count in traits.other:
             used[resource] = used.get(resource, 0) + sign * count
+        if not (pod.requests or pod.claims):  # what moving the GPU pods would not free
+            _count(self._non_gpu, node, traits.other, sign)
         if sign < 0:
             if group.nodes[node] <= 0:
                 del group.nodes[node]
@@ -210,18 +227,19 @@ class PodIndex:
             found = self._zero_counts[cache_key] = {self.nodes[n].labels[key]: 0 for n in counting}
         return found
 
-    def used(self, node: str) -> dict[str, int]:
-        """resource → the non-GPU requests of the pods bound to `node`, and `pods` → how many there are."""
-        return self._used.get(node) or {"pods": 0}
+    def used(self, node: str, *, gpu_pods: bool = True) -> dict[str, int]:
+        """resource → the non-GPU requests of the pods bound to `node`, and `pods` → how many there are
+        (`gpu_pods=False`: of the pods without GPUs only, what stays when the GPU pods move)."""
+        return (self._used if gpu_pods else self._non_gpu).get(node) or {"pods": 0}
 
-    def summary(self) -> tuple[dict[tuple[str, int], tuple[dict[str, int], dict[str, int]]], dict[str, dict[str, int]]]:
+    def summary(self) -> tuple[dict[tuple[str, int], tuple[dict[str, int], dict[str, int]]], list[Usages]]:
         """Groups and usage as plain values (what two indexes of the same pods must agree on)."""
         groups = {
             (ns, key): (dict(+g.nodes), dict(+g.terminating))
             for ns, by_traits in self._groups.items()
             for key, g in by_traits.items()
         }
-        used = {n: {r: c for r, c in u.items() if c} for n, u in self._used.items()}
+        used = [{n: {r: c for r, c in u.items() if c} for n, u in kept.items()} for kept in (self._used, self._non_gpu)]
         return groups, used
 
     def allocatable(self, node: NodeRecord) -> dict[str, int]:
@@ -296,9 +314,12 @@ class PodIndexCache:
         return self._index
 
 
-def fits_other_resources(index: PodIndex, node: NodeRecord, other: tuple[tuple[str, int], ...]) -> bool:
-    """NodeResourcesFit for the non-GPU requests `other` (and one more pod) on `node`."""
-    used, allocatable = index.used(node.name), index.allocatable(node)
+def fits_other_resources(
+    index: PodIndex, node: NodeRecord, other: tuple[tuple[str, int], ...], *, gpu_pods: bool = True
+) -> bool:
+    """NodeResourcesFit for the non-GPU requests `other` (and one more pod) on `node` (`gpu_pods=False`:
+    once the GPU pods bound there had moved, taking their cpu, memory and pod slots with them)."""
+    used, allocatable = index.used(node.name, gpu_pods=gpu_pods), index.allocatable(node)
     if used["pods"] + 1 > allocatable.get("pods", 0):
         return False
     return all(count <= allocatable.get(r, 0) - used.get(r, 0) for r, count in other if count > 0)

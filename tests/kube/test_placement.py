@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from exporter.kube.pending import blocking_filter
 from exporter.kube.placement import PodIndex, PodIndexCache
 from exporter.kube.requests import amount, parse_quantity
+from exporter.kube.room import blocking_filter
 from exporter.kube.transform import node_record, pod_record
 from exporter.kube.view import compute
 from exporter.sources.kube_reflector import key_of
@@ -236,17 +236,10 @@ def test_host_ports_and_volumes_leave_it_at_fits() -> None:
     assert reasons([node("n0", 8), ported, claimed]) == {"vllm-0": "fits", "vllm-1": "fits"}
 
 
-def test_the_blocking_filter_is_the_one_on_most_nodes_ties_in_scheduler_order() -> None:
+def test_the_blocking_filter_holds_back_the_most_gpus_ties_in_scheduler_order() -> None:
     assert blocking_filter({"pod_affinity": 2, "other_resources": 1}) == "pod_affinity"
     assert blocking_filter({"pod_affinity": 1, "other_resources": 1}) == "other_resources"
     assert blocking_filter({"pod_affinity": 1, "topology_spread": 1}) == "topology_spread"
-
-
-def test_blocked_nodes_and_free_nodes_together() -> None:
-    """One node blocked by cpu, the other has no GPU free: the candidates decide, so insufficient."""
-    objects = [node("n0", 8), node("n1", 2), cpu_pod("etl-0", "63.5", "n0"), pod("busy-0", 2, node="n1")]
-    objects.append(pod("vllm-0", 1))
-    assert reasons(objects) == {"vllm-0": "insufficient"}
 
 
 # -- the index kept from one view to the next ---------------------------------------------------------------

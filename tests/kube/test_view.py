@@ -9,8 +9,8 @@ import pytest
 from exporter.exposition import render
 from exporter.kube import render as kube_render
 from exporter.kube.dra import dra_capacity
-from exporter.kube.pending import classify
 from exporter.kube.records import ClaimRecord, NodeRecord, PodRecord, SliceRecord
+from exporter.kube.room import Standing, classify, room_of
 from exporter.kube.transform import claim_record, node_record, pod_record, slice_record
 from exporter.kube.view import ClusterView, compute
 from exporter.sources.kube_reflector import key_of
@@ -57,7 +57,7 @@ def reasons(v: ClusterView) -> dict[str, str]:
     ],
 )
 def test_classify(requested: Any, free: Any, reason: Any) -> None:
-    assert classify(requested, free) == reason
+    assert classify(requested, room_of(Standing(f) for f in free)) == reason
 
 
 def two_two_one_one() -> list[dict[str, Any]]:

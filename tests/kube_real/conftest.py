@@ -8,6 +8,7 @@ import pytest
 
 from exporter.config import Cluster as ClusterConfig
 from exporter.kube.collector import ClusterCollector, build_cluster_collectors
+from tests.kube_real.scenario import Run
 from tests.kubecluster import Cluster, wait_for
 
 
@@ -20,3 +21,13 @@ def collector(kube_cluster: Cluster) -> Iterator[ClusterCollector]:
     wait_for(built.ready, 60, "cluster collector synced")
     yield built
     built.close()
+
+
+@pytest.fixture
+def scenario(kube_cluster: Cluster) -> Iterator[Run]:
+    """One scenario's nodes and namespace in the shared control plane, removed afterwards."""
+    run = Run(kube_cluster)
+    try:
+        yield run
+    finally:
+        run.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import strategies as st
@@ -227,6 +228,30 @@ def insufficient_count(pod: Obj, resource: str) -> int | None:
             found = re.search(rf"(\d+) Insufficient {re.escape(resource)}\b", verdict)
             return int(found.group(1)) if found else 0
     return None
+
+
+_SUFFIXES = {
+    **{s: Decimal(10) ** e for s, e in (("n", -9), ("u", -6), ("m", -3), ("k", 3), ("M", 6), ("G", 9), ("T", 12))},
+    **{s: Decimal(2) ** e for s, e in (("Ki", 10), ("Mi", 20), ("Gi", 30), ("Ti", 40), ("Pi", 50))},
+}
+
+
+def quantity(text: str) -> Decimal:
+    """A resource quantity as the API server stores it ("500m", "4", "16Gi", "1Ti", "1e3")."""
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if text.endswith(suffix):
+            return Decimal(text.removesuffix(suffix)) * _SUFFIXES[suffix]
+    return Decimal(text)
+
+
+def requested(pod: Obj, resource: str) -> Decimal:
+    """The pod's request of `resource`: its app containers' requests, else limits (no init containers)."""
+    total = Decimal(0)
+    for container in pod["spec"]["containers"]:
+        resources = container.get("resources") or {}
+        value = (resources.get("requests") or {}).get(resource) or (resources.get("limits") or {}).get(resource)
+        total += quantity(str(value)) if value else 0
+    return total
 
 
 # -- the scheduler's own verdict, and what else blocks once GPUs are out of the question ------------------

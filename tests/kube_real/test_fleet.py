@@ -1,11 +1,13 @@
 """The cluster role on a fleet (tests/fleet.py): 100 kwok nodes in GPU pools and 3,000 pods of engine and
 other Deployments on a control plane of its own, against the API's account of the same objects. Every
-node is reported, the pending GPU pods are exactly those the API holds unbound, and each node's allocated
-and free GPUs are the API's; again after churn (replicas deleted and re-created, nodes cordoned)."""
+node is reported, the pending GPU pods are exactly those the API holds unbound, each with the reason DESIGN
+gives it (tests/fleet_reasons.py), and each node's allocated and free GPUs are the API's; again after churn
+(replicas deleted and re-created, nodes cordoned). The replicas designed to be fragmented are."""
 
 from __future__ import annotations
 
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,12 +31,7 @@ def fleet_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     workdir = Path(tempfile.mkdtemp(prefix="fleet-"))
     with start_cluster(workdir, fleet.TUNING) as cluster:
         failed_before = request.session.testsfailed
-        fleet.create(cluster, SHAPE.node_objects())
-        fleet.create(cluster, SHAPE.namespaces())
-        names = [n["metadata"]["name"] for n in SHAPE.node_objects()]
-        wait_for(lambda: fleet.nodes_ready(cluster, names), SETTLE_TIMEOUT, "fleet nodes Ready", interval=1)
-        fleet.create(cluster, SHAPE.workloads(httproutes=False))
-        fleet.wait_settled(cluster, SHAPE, SETTLE_TIMEOUT)
+        fleet.build(cluster, SHAPE, httproutes=False, timeout=SETTLE_TIMEOUT)
         yield cluster
         if request.session.testsfailed > failed_before:
             print(f"\ncontrol plane logs ({workdir}):\n{cluster.logs()}")
@@ -92,6 +89,15 @@ def disagreements(samples: Samples, truth: fleet.Account) -> list[str]:
     }
     if counted != len(truth.pending) or named != truth.pending:
         out.append(f"pending GPU pods: {counted} counted, {len(named)} named, {len(truth.pending)} in the API")
+    said = {
+        (labels["namespace"], labels["pod"]): labels["reason"]
+        for labels, _ in samples.get("llm_pending_pod_gpus_requested", [])
+        if labels["resource"] == fleet.GPU
+    }
+    differing = sorted(pod for pod in truth.reasons if said.get(pod) != truth.reasons[pod])
+    if differing:
+        examples = [(pod, said.get(pod), truth.reasons[pod]) for pod in differing[:3]]
+        out.append(f"reasons: {len(differing)} pods differ from DESIGN's, e.g. (pod, exported, expected) {examples}")
     return out
 
 
@@ -116,6 +122,16 @@ def test_every_node_and_pending_gpu_pod_of_the_fleet_is_reported(fleet_cluster: 
     assert len(truth.nodes) == NODES and truth.pods >= PODS
     assert len(truth.pending) >= SHAPE.unplaceable  # the unplaceable replicas, and any the pools could not fit
     assert sum(truth.allocated.values()) > 0.5 * NODES * fleet.GPUS_PER_NODE
+
+
+def test_the_designed_fragmented_replicas_are_fragmented(fleet_cluster: Cluster, role: CollectorSet) -> None:
+    """The 8-GPU replicas of the H200 pool: 2 GPUs and under 32 cpu free on each node, the 6-GPU replicas
+    holding the rest. Not `other_resources`: moving GPU pods frees cpu and GPUs together."""
+    truth = agree(fleet_cluster, role)
+    designed = {p: r for p, r in truth.reasons.items() if p[1].startswith(f"{fleet.FRAGMENTING}-")}
+    assert list(designed.values()) == ["fragmented"] * SHAPE.fragmented
+    exported = Counter(labels["reason"] for labels, _ in scrape(role)["llm_pending_pod_gpus_requested"])
+    assert exported["fragmented"] >= SHAPE.fragmented
 
 
 def test_the_view_follows_churn_of_pods_and_cordons(fleet_cluster: Cluster, role: CollectorSet) -> None:

@@ -12,170 +12,27 @@ pending series.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
-import pytest
-
 from exporter.kube.collector import ClusterCollector
-from tests.kube_real.gpu_cluster import (
-    GPU,
-    GPU_NODE_CAPACITY,
-    RUN_LABEL,
-    blocking_filters,
-    classify,
-    exported_samples,
-    failed_scheduling,
-    without_gpus,
+from tests.kube_real.gpu_cluster import GPU, exported_samples
+from tests.kube_real.scenario import (
+    HOST,
+    SETTLE,
+    ZONE,
+    Run,
+    anti_affinity,
+    expected_reason,
+    exporter_says,
+    pending,
+    uniformly,
 )
-from tests.kubecluster import Cluster, wait_for
+from tests.kubecluster import wait_for
 
 Obj = dict[str, Any]
-HOST = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
-SETTLE = 120.0
-SELECTOR_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 DRA_DRIVER = "gpu.example.com"
 H100_CLASS = "example-h100"
 H100_SELECTOR = f'device.driver == "{DRA_DRIVER}" && device.attributes["{DRA_DRIVER}"].model == "h100"'
-
-
-@dataclass
-class Run:
-    """One scenario's nodes and namespace in the shared control plane, removed afterwards."""
-
-    cluster: Cluster
-    run: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
-    nodes: list[str] = field(default_factory=list)
-    slices: list[str] = field(default_factory=list)
-    namespace: str = ""
-
-    def node(self, suffix: str, gpus: int = 0, labels: dict[str, str] | None = None, dra: bool = False) -> str:
-        """A node of the scenario; with GPUs (or `dra`: GPUs published in ResourceSlices) it also offers the
-        marker the pod without GPUs asks for."""
-        name = f"r-{self.run}-{suffix}"
-        capacity = {GPU: str(gpus), **GPU_NODE_CAPACITY} if gpus else dict(GPU_NODE_CAPACITY) if dra else {}
-        self.cluster.add_node(name, capacity=capacity, labels={RUN_LABEL: self.run, **(labels or {})})
-        self.nodes.append(name)
-        return name
-
-    def ready(self) -> None:
-        for name in self.nodes:
-            wait_for(partial(self.cluster.node_ready, name), SETTLE, f"{name} Ready")
-        self.namespace = self.namespace or self.cluster.namespace(f"r-{self.run}")
-
-    def pod(self, name: str, gpus: int = 0, labels: dict[str, str] | None = None, **spec: Any) -> Obj:
-        limits = {GPU: str(gpus)} if gpus else {}
-        body: Obj = {
-            "containers": [{"name": "c", "image": "vllm", "resources": {"limits": limits}}],
-            "nodeSelector": {RUN_LABEL: self.run, **spec.pop("nodeSelector", {})},  # this scenario's nodes only
-            **spec,
-        }
-        meta = {"name": name, "namespace": self.namespace, "labels": labels or {}}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body}
-
-    def create(self, pod: Obj) -> None:
-        self.cluster.must("POST", f"/api/v1/namespaces/{self.namespace}/pods", pod)
-
-    def bound(self, name: str) -> str | None:
-        return self.get(name)["spec"].get("nodeName")  # type: ignore[no-any-return]
-
-    def get(self, name: str) -> Obj:
-        return self.cluster.must("GET", f"/api/v1/namespaces/{self.namespace}/pods/{name}")  # type: ignore[no-any-return]
-
-    def wait_bound(self, name: str) -> str:
-        return wait_for(lambda: self.bound(name), SETTLE, f"{name} bound")  # type: ignore[no-any-return]
-
-    def verdict(self, name: str) -> dict[str, int]:
-        """The scheduler's FailedScheduling verdict for `name`, once it has one, on this scenario's nodes: the
-        nodes other tests of the shared control plane left are refused by the pod's selector on the run
-        label, and their count is taken off that entry."""
-        counts: dict[str, int] = wait_for(
-            lambda: failed_scheduling(self.cluster, self.namespace, name), SETTLE, f"{name} FailedScheduling"
-        )
-        nodes = self.cluster.must("GET", "/api/v1/nodes")["items"]
-        foreign = sum((n["metadata"].get("labels") or {}).get(RUN_LABEL) != self.run for n in nodes)
-        if foreign:
-            left = counts.get(SELECTOR_MISMATCH, 0) - foreign
-            assert left >= 0, (counts, foreign)  # every foreign node must be refused by the selector
-            counts = {k: v for k, v in counts.items() if k != SELECTOR_MISMATCH}
-            if left:
-                counts[SELECTOR_MISMATCH] = left
-        return counts
-
-    def what_else_blocks(self, pod: Obj) -> dict[str, int]:
-        """Create `pod` without GPUs (on the GPU nodes only, see `without_gpus`): {} when it schedules, else
-        the filters that refuse it there, with their node counts."""
-        probe = without_gpus(pod, pod["metadata"]["name"] + "-nogpu")
-        name = probe["metadata"]["name"]
-        self.create(probe)
-
-        def decided() -> tuple[str, dict[str, int]] | None:
-            if self.bound(name):
-                return ("bound", {})
-            counts = failed_scheduling(self.cluster, self.namespace, name)
-            return None if counts is None else ("refused", blocking_filters(counts))
-
-        try:
-            _, filters = wait_for(decided, SETTLE, f"{name} bound or FailedScheduling")
-            return filters  # type: ignore[no-any-return]
-        finally:  # it must not hold cpu or count for spread while the exporter is read
-            self.cluster.must("DELETE", f"/api/v1/namespaces/{self.namespace}/pods/{name}", {"gracePeriodSeconds": 0})
-            wait_for(partial(self._gone, name), SETTLE, f"{name} deleted")
-
-    def _gone(self, name: str) -> bool:
-        status, _ = self.cluster.request("GET", f"/api/v1/namespaces/{self.namespace}/pods/{name}")
-        return status == 404
-
-    def close(self) -> None:
-        if self.namespace:
-            self.cluster.must(
-                "DELETE", f"/api/v1/namespaces/{self.namespace}/pods", {"gracePeriodSeconds": 0}, ok=(200,)
-            )
-            self.cluster.must("DELETE", f"/api/v1/namespaces/{self.namespace}", ok=(200, 202))
-        for name in self.slices:
-            self.cluster.must("DELETE", f"/apis/resource.k8s.io/v1/resourceslices/{name}", ok=(200, 404))
-        self.cluster.delete_nodes(self.nodes)
-
-
-@pytest.fixture
-def scenario(kube_cluster: Cluster) -> Iterator[Run]:
-    run = Run(kube_cluster)
-    try:
-        yield run
-    finally:
-        run.close()
-
-
-def pending(collector: ClusterCollector, namespace: str) -> dict[str, tuple[str, str]]:
-    """pod → (resource, reason) of the exporter's pending series in `namespace`."""
-    return {
-        labels["pod"]: (labels["resource"], labels["reason"])
-        for labels, _ in exported_samples(collector).get("llm_pending_pod_gpus_requested", [])
-        if labels["namespace"] == namespace
-    }
-
-
-def expected_reason(what_else: dict[str, int], eligible: int, requested: int, free: list[int]) -> str:
-    """The judge's reading: a filter that refuses the GPU-less pod on every eligible node is the reason;
-    otherwise the GPUs are, and the free counts on the nodes decide."""
-    if what_else:
-        (only,) = what_else  # each scenario has one blocker
-        assert what_else[only] >= eligible, f"{only} refuses {what_else[only]} of {eligible} nodes"
-        return only
-    return classify(requested, free)
-
-
-def exporter_says(collector: ClusterCollector, run: Run, pod: str, expected: tuple[str, str]) -> None:
-    wait_for(lambda: pending(collector, run.namespace).get(pod) == expected, 30, f"exporter: {pod} {expected}")
-
-
-def anti_affinity(app: str, key: str = HOST) -> Obj:
-    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
-    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
 def test_anti_affinity_with_one_free_gpu_per_node_is_not_fragmentation(
@@ -191,8 +48,8 @@ def test_anti_affinity_with_one_free_gpu_per_node_is_not_fragmentation(
     scenario.create(replicas[2])
     verdict = scenario.verdict("vllm-2")
     assert verdict == {f"Insufficient {GPU}": 2}  # the scheduler stops at its first failing filter
-    what_else = scenario.what_else_blocks(replicas[2])
-    reason = expected_reason(what_else, eligible=2, requested=2, free=[1, 1])
+    refused = uniformly(scenario.what_else_blocks(replicas[2]), nodes)
+    reason = expected_reason(2, scenario.standings(replicas[2], refused))
     assert reason == "pod_affinity"  # not `fragmented`: bin-packing cannot help, LLMPodPendingWithFreeGPUs stays quiet
     exporter_says(collector, scenario, "vllm-2", (GPU, reason))
 
@@ -210,14 +67,16 @@ def test_cpu_taken_on_the_gpu_nodes(scenario: Run, collector: ClusterCollector) 
     vllm["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "4", "memory": "16Gi"}
     scenario.create(vllm)
     assert scenario.verdict("vllm-0") == {"Insufficient cpu": 2}
-    reason = expected_reason(scenario.what_else_blocks(vllm), eligible=2, requested=2, free=[4, 4])
+    standings = scenario.standings(vllm, uniformly(scenario.what_else_blocks(vllm), nodes))
+    assert standings == [(4, "other_resources")] * 2  # the pods holding the cpu have no GPUs to move
+    reason = expected_reason(2, standings)
     assert reason == "other_resources"
     exporter_says(collector, scenario, "vllm-0", (GPU, reason))
 
 
 def test_topology_spread_over_a_zone_without_gpus(scenario: Run, collector: ClusterCollector) -> None:
     """Zone a has the GPUs, zone b only a cpu node: with maxSkew 1 the second replica may not go to a."""
-    scenario.node("a", gpus=4, labels={ZONE: "a"})
+    gpu_node = scenario.node("a", gpus=4, labels={ZONE: "a"})
     scenario.node("b", labels={ZONE: "b"})
     scenario.ready()
     constraint = {
@@ -235,7 +94,8 @@ def test_topology_spread_over_a_zone_without_gpus(scenario: Run, collector: Clus
     scenario.create(replicas[1])
     verdict = scenario.verdict("spread-1")
     assert verdict == {"node(s) didn't match pod topology spread constraints": 1, f"Insufficient {GPU}": 1}
-    reason = expected_reason(scenario.what_else_blocks(replicas[1]), eligible=1, requested=1, free=[3])
+    refused = uniformly(scenario.what_else_blocks(replicas[1]), [gpu_node])
+    reason = expected_reason(1, scenario.standings(replicas[1], refused))
     assert reason == "topology_spread"
     exporter_says(collector, scenario, "spread-1", (GPU, reason))
 
@@ -352,7 +212,8 @@ def test_a_device_class_for_one_gpu_model(scenario: Run, collector: ClusterColle
     scenario.create(big)
     verdict = scenario.verdict("big")
     assert verdict == {"cannot allocate all claims": 4}, verdict  # every node: the A100s do not count
-    reason = expected_reason(scenario.what_else_blocks(big), eligible=3, requested=3, free=[2, 2, 0])
+    refused = uniformly(scenario.what_else_blocks(big), h100)  # {}: without its claim it schedules
+    reason = expected_reason(3, [(free, refused[n]) for n, free in zip(h100, (2, 2, 0), strict=True)])
     assert reason == "fragmented"
     exporter_says(collector, scenario, "big", (H100_CLASS, reason))
 
