@@ -221,7 +221,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         fixes = args.fix or args.write
         write_text(
-            flat, errors, sys.stdout, args.verbose, fixes=fixes, scope=scope, read=read, strict=args.strict, skipped=skipped
+            flat,
+            errors,
+            sys.stdout,
+            args.verbose,
+            fixes=fixes,
+            scope=scope,
+            read=read,
+            strict=args.strict,
+            skipped=skipped,
         )
     if errors or any(r.status == "error" for r in flat):
         return 2
