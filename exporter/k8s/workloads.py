@@ -8,6 +8,7 @@ the leader's then the workers'; its controller labels every pod of the set with 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -194,3 +195,21 @@ def workload(obj: Mapping[str, Any], default_namespace: str = "default", source:
     if not pods:
         pods = (pod_template({}),)
     return Workload(kind, namespace, name, labels, annotations, as_int(spec.get("replicas")), pods, source)
+
+
+_POD_TEMPLATE_HASH = re.compile(r"-[a-z0-9]{5,10}$")
+
+
+def workload_of_pod(metadata: Mapping[str, Any]) -> str:
+    """The workload of a pod, from its metadata: a LeaderWorkerSet's name (its label: the worker pods belong to
+    a StatefulSet `<set>-<group>` of their leader pod, lws pod_controller.go), a Deployment's (its ReplicaSet
+    less the pod-template hash), a StatefulSet's, else the pod's own name."""
+    lws = as_dict(metadata.get("labels")).get(LWS_NAME_LABEL)
+    if lws:
+        return str(lws)
+    for owner in as_list(metadata.get("ownerReferences")):
+        o = as_dict(owner)
+        if o.get("controller"):
+            name = str(o.get("name", ""))
+            return _POD_TEMPLATE_HASH.sub("", name) if o.get("kind") == "ReplicaSet" else name
+    return str(metadata.get("name", ""))
