@@ -1,4 +1,4 @@
-"""What is read from a pod object (pure): timestamps, conditions, the workload.
+"""What is read from a pod object (pure): timestamps, conditions, the workload (`exporter.k8s.workloads`).
 
 Shared by the node role's engine discovery and the cluster role's replica start-ups, so neither package
 imports the other for it.
@@ -6,12 +6,11 @@ imports the other for it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-_POD_TEMPLATE_HASH = re.compile(r"-[a-z0-9]{5,10}$")
+from exporter.k8s.workloads import workload_of_pod
 
 
 def timestamp(text: Any) -> float | None:
@@ -32,11 +31,5 @@ def condition_since(status: Mapping[str, Any], kind: str) -> float | None:
     return None
 
 
-def workload_of(meta: Mapping[str, Any]) -> str:
-    """The controller's name: a Deployment's (its ReplicaSet less the pod-template hash), a StatefulSet's or
-    a LeaderWorkerSet's, else the pod's own name."""
-    for owner in meta.get("ownerReferences") or []:
-        if owner.get("controller"):
-            name = str(owner.get("name", ""))
-            return _POD_TEMPLATE_HASH.sub("", name) if owner.get("kind") == "ReplicaSet" else name
-    return str(meta.get("name", ""))
+# The workload a pod belongs to is read where workloads are (one reading for every role)
+workload_of = workload_of_pod

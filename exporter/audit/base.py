@@ -6,7 +6,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from exporter.audit.model import Container, Surroundings, Workload
+from exporter.audit.model import Surroundings
+from exporter.k8s.workloads import Container, Workload
 
 Status = Literal["fail", "pass", "n/a", "unknown"]
 Severity = Literal["warning", "info"]  # info: advisory (the alert is info too)

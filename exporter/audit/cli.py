@@ -28,9 +28,9 @@ from exporter.audit import inventory, live, measured, report
 from exporter.audit.base import Measured
 from exporter.audit.inventory import Inventory
 from exporter.audit.manifests import ManifestError, documents
-from exporter.audit.model import Workload
 from exporter.audit.recognise import engine_container
 from exporter.audit.run import audit, engines
+from exporter.k8s.workloads import Workload
 
 SUFFIXES = (".yaml", ".yml", ".json")
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from exporter.audit import live, measured, run
 from exporter.audit.base import Measured
-from exporter.audit.model import Workload
 from exporter.audit.recognise import DEFAULT, Recognition
 from exporter.catalogue import audit as spec
 from exporter.collect import CollectorUnavailable
 from exporter.exposition import Family
+from exporter.k8s.workloads import Workload
 from exporter.replicas.startup import BUCKETS, Histogram
 from exporter.sources.kube_mirror import Reflectors
 from exporter.sources.kube_reflector import Reflector

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.audit import model, nodes
-from exporter.audit.model import Source, Surroundings, Workload
-from exporter.k8s import frontends
+from exporter.audit.model import Surroundings
+from exporter.k8s import autoscalers, frontends, workloads
+from exporter.k8s.fields import NO_SOURCE, Source
+from exporter.k8s.workloads import Workload
 
 # Kinds read and not audited themselves; any other kind is skipped with a note
 _CONTEXT_KINDS = {
@@ -38,7 +40,7 @@ _Reader = Callable[[Mapping[str, Any], str, Source], Any]
 # kind -> (its reader, the Surroundings list it joins, whether one the reader refuses is still not a skipped kind)
 _AROUND: dict[str, tuple[_Reader, str, bool]] = {
     **{
-        k: (model.autoscaler, "autoscalers", False)
+        k: (autoscalers.autoscaler, "autoscalers", False)
         for k in ("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler")
     },
     "PodDisruptionBudget": (lambda obj, ns, _: model.pdb(obj, ns), "pdbs", True),
@@ -51,14 +53,12 @@ _AROUND: dict[str, tuple[_Reader, str, bool]] = {
 }
 
 
-def add(
-    inv: Inventory, obj: Mapping[str, Any], source: Source = model.NO_SOURCE, default_namespace: str = "default"
-) -> None:
+def add(inv: Inventory, obj: Mapping[str, Any], source: Source = NO_SOURCE, default_namespace: str = "default") -> None:
     """Sort one object into `inv`: a workload, an object around one, or a skipped kind."""
     kind = str(obj.get("kind") or "")
     ns = default_namespace
-    if kind in model.WORKLOAD_KINDS:
-        w = model.workload(obj, ns, source)
+    if kind in workloads.WORKLOAD_KINDS:
+        w = workloads.workload(obj, ns, source)
         if w is not None:
             inv.workloads.append(w)
             inv.around.workloads.append(w)

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from exporter.audit import inventory, model, nodes
+from exporter.audit import inventory, nodes
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
+from exporter.k8s import workloads
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.sources.kube_reflector import Reflector
 from exporter.sources.kube_shared import shared
@@ -52,7 +53,7 @@ def stamp(resource: str, keep: Recognition | None = None) -> Callable[[dict[str,
             body["status"] = {"capacity": (obj.get("status") or {}).get("capacity") or {}}
         out = {"apiVersion": api_version, "kind": kind, "metadata": kept, **body}
         if keep is not None and resource in WORKLOAD_RESOURCES:
-            w = model.workload(out)
+            w = workloads.workload(out)
             relevant = w is not None and (
                 engine_container(w, keep) is not None or any(is_router(c) for p in w.pods for c in p.containers)
             )

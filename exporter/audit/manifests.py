@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from exporter import hostile
-from exporter.audit.model import Source
+from exporter.k8s.fields import Source
 from exporter.unrendered import hint
 
 RENDER = "`helm template <release> <chart> | llm-exporter audit -f -`"

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable
 
 from exporter.audit.base import Measured
-from exporter.audit.model import Workload
+from exporter.k8s.workloads import Workload
 from exporter.sources.prometheus import Prometheus
 
 Key = tuple[str, str]  # (namespace, workload)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from exporter.audit.model import Surroundings, Workload
+from exporter.audit.model import Surroundings
 from exporter.audit.nodes import Node
 from exporter.k8s import scheduling
 from exporter.k8s.scheduling import Constraints
+from exporter.k8s.workloads import Workload
 
 TIME_SLICING_LABEL = "nvidia.com/gpu.sharing-strategy"  # GPU feature discovery: none | time-slicing | mps
 REPLICAS_LABEL = "nvidia.com/gpu.replicas"  # GPU feature discovery: shares per GPU (1: not shared)

@@ -32,9 +32,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from exporter.audit.model import Container, Workload
 from exporter.engines.registry import ENGINES
 from exporter.k8s.selectors import Selector
+from exporter.k8s.workloads import Container, Workload
 
 SCRAPE_ANNOTATION = "llm-exporter.io/scrape"
 

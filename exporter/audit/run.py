@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from exporter.audit.base import Check, Measured, Outcome, Subject, na, unknown
 from exporter.audit.checks import CHECKS
-from exporter.audit.model import Surroundings, Workload
+from exporter.audit.model import Surroundings
 from exporter.audit.recognise import DEFAULT, Recognition, container_engine, engine_container
+from exporter.k8s.workloads import Workload
 
 NOTHING_MEASURED = Measured()
 SKIP_ANNOTATION = "llm-exporter.io/audit-skip"

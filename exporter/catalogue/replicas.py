@@ -38,7 +38,8 @@ POD_INFO = _g(
     ("namespace", "pod", "workload"),
 )
 
-# The autoscaler (HPA, or the HPA a KEDA ScaledObject drives) whose target is an engine workload
+# The autoscaler (HPA, or the HPA a KEDA ScaledObject or an AIBrix PodAutoscaler drives) whose target is an
+# engine workload
 AUTOSCALER = (*WORKLOAD, "autoscaler", "kind")
 AUTOSCALER_DESIRED = _g(
     "llm_autoscaler_desired_replicas", "Replicas the autoscaler last asked for (its HPA's status).", AUTOSCALER

@@ -7,7 +7,19 @@ reads such a field as absent, as the checks would rather say "unset" than stop.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an object came from: a manifest file and line, or the API server ("" file)."""
+
+    file: str = ""
+    line: int | None = None
+
+
+NO_SOURCE = Source()
 
 
 def as_dict(value: Any) -> dict[str, Any]:

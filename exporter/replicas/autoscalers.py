@@ -1,9 +1,10 @@
 """The autoscalers of engine workloads, from their HorizontalPodAutoscalers (pure functions).
 
-KEDA scales through an HPA of its own (`keda-hpa-<ScaledObject>`, owned by the ScaledObject), so one watch
-of autoscaling/v2 HPAs sees both: an HPA a ScaledObject controls is reported under the ScaledObject's name,
-kind "keda". The HPA's minimum is at least 1 even for a ScaledObject that scales to zero (KEDA itself
-scales between 0 and 1).
+KEDA scales through an HPA of its own (`keda-hpa-<ScaledObject>`, owned by the ScaledObject), and so does
+AIBrix's PodAutoscaler with `scalingStrategy: HPA` (`<PodAutoscaler>-hpa`), so one watch of autoscaling/v2
+HPAs sees all three: an HPA a ScaledObject or PodAutoscaler controls is reported under that object's name,
+kind "keda" or "aibrix" (`exporter.k8s.autoscalers`, which the audit reads too). The HPA's minimum is at
+least 1 even for a ScaledObject that scales to zero (KEDA itself scales between 0 and 1).
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from exporter.k8s import autoscalers
+
 
 @dataclass(frozen=True, slots=True)
 class Autoscaler:
     namespace: str
     workload: str  # the scale target's name: the workload of its pods (startup.workload_of)
-    name: str  # the ScaledObject's for KEDA, else the HPA's
-    kind: str  # "keda" or "hpa"
+    name: str  # the ScaledObject's (KEDA) or PodAutoscaler's (AIBrix) that made the HPA, else the HPA's
+    kind: str  # "hpa", "keda" or "aibrix"
     min_replicas: int
     max_replicas: int
     current_replicas: int
@@ -26,39 +29,25 @@ class Autoscaler:
     scaling_limited: bool  # the HPA's ScalingLimited condition: it wanted more (or fewer) than its bounds
 
 
-def _int(value: Any, default: int = 0) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
 def autoscaler_record(obj: Mapping[str, Any]) -> Autoscaler | None:
-    """Reflector transform of an autoscaling/v2 HorizontalPodAutoscaler; None without a scale target."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    target = (spec.get("scaleTargetRef") or {}).get("name")
-    if not target:
+    """Reflector transform of an autoscaling/v2 HorizontalPodAutoscaler; None without a scale target.
+
+    Read by `exporter.k8s.autoscalers.hpa`, as the audit reads it: an HPA a ScaledObject or an AIBrix
+    PodAutoscaler made is reported under that object's kind and name."""
+    a = autoscalers.hpa(obj)
+    if not a.target_name:
         return None
-    name, kind = str(meta.get("name", "")), "hpa"
-    for owner in meta.get("ownerReferences") or []:
-        if (
-            owner.get("controller")
-            and owner.get("kind") == "ScaledObject"
-            and owner.get("apiVersion", "").startswith("keda.sh/")
-        ):
-            name, kind = str(owner.get("name", name)), "keda"
-    limited = any(
-        c.get("type") == "ScalingLimited" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
+    kind, name = a.reported_as
     return Autoscaler(
-        str(meta.get("namespace", "")),
-        str(target),
+        a.namespace,
+        a.target_name,
         name,
         kind,
-        _int(spec.get("minReplicas"), 1),  # the API's default
-        _int(spec.get("maxReplicas")),
-        _int(status.get("currentReplicas")),
-        _int(status.get("desiredReplicas")),
-        limited,
+        a.min_replicas,
+        a.max_replicas or 0,
+        a.current_replicas,
+        a.desired_replicas,
+        a.scaling_limited,
     )
 
 

@@ -6,8 +6,8 @@ import copy
 
 from exporter.audit import live
 from exporter.audit.collector import measured_lookup
-from exporter.audit.model import Workload, workload
 from exporter.audit.recognise import DEFAULT
+from exporter.k8s.workloads import Workload, workload
 from exporter.replicas.startup import BUCKETS, Histogram
 from tests.audit import objects as o
 

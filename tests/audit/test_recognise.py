@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from exporter.audit import model
 from exporter.audit.checks.context_oversized import context_limit
 from exporter.audit.recognise import engine_container, engine_of, image_engine
 from exporter.engines import registry
+from exporter.k8s import workloads
 from tests.audit import objects as o
 
 
@@ -36,8 +36,8 @@ def test_image_words(image: str, engine: str | None) -> None:
     assert image_engine(image) == engine
 
 
-def workload(obj: o.Obj) -> model.Workload:
-    w = model.workload(obj)
+def workload(obj: o.Obj) -> workloads.Workload:
+    w = workloads.workload(obj)
     assert w is not None
     return w
 

@@ -47,6 +47,16 @@ def test_workload_names() -> None:
     assert pod_fields.workload_of(owned("ReplicaSet", "x-1", controller=False)) == "bare"
 
 
+def test_the_pods_of_a_leader_worker_set_are_its_workload() -> None:
+    """The LeaderWorkerSet controller puts a group's workers in a StatefulSet named after the leader pod
+    (`deepseek-0`) and labels every pod with the set's name, which the audit and an HPA name as the workload
+    (the workers were `deepseek-0`)."""
+    label = {"leaderworkerset.sigs.k8s.io/name": "deepseek"}
+    leader = {**owned("StatefulSet", "deepseek"), "name": "deepseek-0", "labels": label}
+    worker = {**owned("StatefulSet", "deepseek-0"), "name": "deepseek-0-1", "labels": label}
+    assert [pod_fields.workload_of(m) for m in (leader, worker)] == ["deepseek", "deepseek"]
+
+
 def test_phases_from_the_conditions() -> None:
     p = record(pod("a", "2026-12-03T10:00:00Z", "2026-12-03T10:00:04Z", "2026-12-03T10:02:04Z"))
     assert (p.namespace, p.workload) == ("llm", "vllm")

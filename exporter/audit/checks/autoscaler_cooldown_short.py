@@ -14,26 +14,25 @@ from exporter.audit.base import (
     seconds,
     unknown,
 )
-from exporter.audit.model import Autoscaler, Surroundings, autoscalers_of
+from exporter.audit.model import Surroundings, autoscalers_of
+from exporter.k8s.autoscalers import Autoscaler
 from exporter.k8s.durations import duration_seconds
 
-HPA_DEFAULT_WINDOW = 300  # autoscaling/v2 scaleDown.stabilizationWindowSeconds default
-KEDA_DEFAULT_COOLDOWN = 300  # ScaledObject cooldownPeriod default
 AIBRIX_DELAY = "kpa.autoscaling.aibrix.ai/scale-down-delay"
 
 
 def _waits(a: Autoscaler) -> list[tuple[str, float]]:
-    """The scale-down delays of `a` that apply: the HPA window, and KEDA's cooldown when it may reach zero."""
+    """The scale-down delays of `a` that apply: the HPA window (none when its scale-down is disabled), and
+    KEDA's cooldown when it may reach zero (its minimum or its idleReplicaCount)."""
     if a.kind == "aibrix":  # KPA's delay is an annotation; APA's and the default are the controller's
         delay = duration_seconds(a.annotations.get(AIBRIX_DELAY, ""))
         return [(AIBRIX_DELAY, delay)] if delay is not None else []
-    window = HPA_DEFAULT_WINDOW if a.scale_down_window is None else a.scale_down_window
-    waits: list[tuple[str, float]] = [
-        ("scaleDown.stabilizationWindowSeconds" + (" (default)" if a.scale_down_window is None else ""), window)
-    ]
-    if a.kind == "keda" and a.min_replicas < 1:
-        cooldown = KEDA_DEFAULT_COOLDOWN if a.cooldown is None else a.cooldown
-        waits.append(("cooldownPeriod" + (" (default)" if a.cooldown is None else ""), cooldown))
+    waits: list[tuple[str, float]] = []
+    if not a.scale_down_disabled:
+        unset = " (default)" if a.scale_down_window is None else ""
+        waits.append(("scaleDown.stabilizationWindowSeconds" + unset, a.scale_down_seconds))
+    if a.kind == "keda" and a.lowest_replicas < 1:
+        waits.append(("cooldownPeriod" + (" (default)" if a.cooldown is None else ""), a.cooldown_seconds))
     return waits
 
 
@@ -48,6 +47,8 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
             f"scales down after less than the cold start ({seconds(threshold.value)}): " + "; ".join(short), threshold
         )
     if not any(_waits(a) for a in scalers):
+        if all(a.scale_down_disabled for a in scalers if a.kind != "aibrix"):
+            return ok("scale-down is disabled (selectPolicy: Disabled)", threshold)
         return unknown("an AIBrix PodAutoscaler's scale-down delay is its controller's setting", threshold)
     return ok(f"every scale-down waits at least {seconds(threshold.value)}", threshold)
 

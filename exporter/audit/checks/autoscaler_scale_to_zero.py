@@ -4,16 +4,23 @@ from __future__ import annotations
 
 from exporter.audit.base import Check, Outcome, Subject, fail, na, ok
 from exporter.audit.model import Surroundings, autoscalers_of
+from exporter.k8s.autoscalers import Autoscaler
+
+
+def _lowest(a: Autoscaler) -> str:
+    if a.min_replicas > a.lowest_replicas:
+        return f"idleReplicaCount {a.lowest_replicas} (minimum {a.min_replicas} while a trigger is active)"
+    return f"minimum {a.min_replicas}"
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     scalers = autoscalers_of(subject.workload, around)
     if not scalers:
         return na("no autoscaler targets this workload")
-    zero = [a for a in scalers if a.min_replicas < 1]
+    zero = [a for a in scalers if a.lowest_replicas < 1]
     if zero:
-        # KEDA's minReplicaCount defaults to 0: an unset minimum is a scale to zero
-        return fail(", ".join(f"{a.kind} {a.name}: minimum {a.min_replicas}" for a in zero))
+        # KEDA's minReplicaCount defaults to 0: an unset minimum is a scale to zero; so is an idleReplicaCount of 0
+        return fail(", ".join(f"{a.kind} {a.name}: {_lowest(a)}" for a in zero))
     return ok("minimum " + ", ".join(str(a.min_replicas) for a in scalers))
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 from exporter.audit.base import Check, Outcome, Subject, fail, ok, unknown
-from exporter.audit.model import Container, Surroundings
+from exporter.audit.model import Surroundings
 from exporter.engines.registry import ENGINES
+from exporter.k8s.workloads import Container
 
 OVERSIZE_FACTOR = 4.0  # a limit this many times the tokens really used per request reserves cache for nothing
 

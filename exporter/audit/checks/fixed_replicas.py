@@ -10,8 +10,7 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     scalers = autoscalers_of(subject.workload, around)
     if scalers:
         return ok("scaled by " + ", ".join(f"{a.kind} {a.name}" for a in scalers))
-    replicas = 1 if subject.workload.replicas is None else subject.workload.replicas
-    return fail(f"{replicas} replica(s), no HPA, ScaledObject or PodAutoscaler targets it")
+    return fail(f"{subject.workload.declared_replicas} replica(s), no HPA, ScaledObject or PodAutoscaler targets it")
 
 
 CHECK = Check(

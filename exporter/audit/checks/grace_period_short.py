@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from exporter.audit.base import DEFAULT_REQUEST_SECONDS, Check, Outcome, Subject, fail, ok, pick, seconds
 from exporter.audit.model import Surroundings
+from exporter.k8s.workloads import default
 
-API_DEFAULT = 30
+API_DEFAULT = default("Pod", "terminationGracePeriodSeconds")
 
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from exporter.audit.base import Check, Outcome, Subject, fail, listed, na, ok, unknown
-from exporter.audit.model import PodTemplate, Surroundings
+from exporter.audit.model import Surroundings
 from exporter.audit.placement import REPLICAS_LABEL, TIME_SLICING_LABEL, gpu_nodes_for, time_sliced
 from exporter.k8s.accelerators import SHARED_GPU_RESOURCE
+from exporter.k8s.workloads import PodTemplate
 
 
 def _asks_for_time_slicing(pod: PodTemplate) -> bool:
