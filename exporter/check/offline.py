@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from exporter.check import names
+from exporter.check import names, opencost
 from exporter.check.evaluate import ALLOW_EMPTY, Result, anchored_name, hidden_reason, scale_from_zero_reason
 from exporter.check.inputs import Query
 from exporter.check.judge import DATA, EMPTY, FLAG, UNJUDGED, judge
@@ -30,6 +30,7 @@ from exporter.promql.tokens import PromQLSyntaxError
 NATIVE = "native-histogram-bucket"
 MEANING = "meaning-changed"
 NOT_JUDGED = "engine-name-not-judged"
+OPENCOST = "opencost-input"  # OpenCost's cost names, judged by the vLLM families they are computed from
 NEVER_FINAL = {"trtllm": TRTLLM_NEVER_FINAL}  # versions published only as pre-releases, per engine
 
 
@@ -98,6 +99,8 @@ class OfflineChecker:
             return Verdict(UNJUDGED, f"{name}: not judged: a recording rule of the files checked")
         if name and (exported := re_export(name)) is not None:
             return self._re_exported(sel, name, *exported)
+        if name in opencost.NAMES:
+            return self._opencost(sel, name)
         table = (owner(name) or self._unprefixed(name)) if name else None
         if table is None:
             return Verdict(UNJUDGED, f"{name or sel}: not judged: no engine's release table owns it")
@@ -152,6 +155,16 @@ class OfflineChecker:
         if said:
             text += f"; and {said}"
         return Verdict(EMPTY, text, "wrong-separator", fix or (spelled if judged.state != EMPTY else None))
+
+    def _opencost(self, sel: Selector, name: str) -> Verdict:
+        """OpenCost's inference cost name (`llm_*`, never this exporter's): judged by the vLLM release it reads."""
+        target = self.targets.get("vllm")
+        if target is None:
+            text = f"{name}: not judged: a name of {opencost.PRODUCER}, computed from vLLM's: no --against for vLLM"
+            return Verdict(UNJUDGED, text)
+        release = f"{target.table.label} {target.version}"
+        found = opencost.warnings(name, sel.matchers, target.table.exposed(target.version), release)
+        return Verdict(DATA, f"{name}: " + "; ".join(found), OPENCOST) if found else Verdict(DATA)
 
     def _changed(self, target: Target, name: str) -> str | None:
         """A meaning change of `name`'s family between the --from release and the target, or None."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from exporter import catalogue
+from exporter.check import opencost
 from exporter.check.inputs import Query, file_queries
 from exporter.check.offline import NOT_JUDGED
 from exporter.check.producers import RAY_SERVE_VLLM, re_export
@@ -135,3 +137,54 @@ def test_a_ray_name_with_no_vllm_release_to_judge_by_fails_strict() -> None:
     ]
     (sel,) = selectors("ray_vllm_num_requests_running")
     assert offline("vllm==0.15.0").verdict(sel).state == "data"
+
+
+# --- OpenCost's inference cost: `llm_*` like ours, never ours -------------------------------------------------
+# Facts from opencost/opencost pkg/inferencecost: collector.go at 046782e631365e2b05a9cefff098bf0addb838ac
+# (CollectMetrics queries vllm:prompt_tokens_total, vllm:generation_tokens_total, the prefill and
+# per-output-token time sums and vllm:prefix_cache_hits_total; combineMetrics: CachedTokens = CacheHitBlocks *
+# BlockSize), calculator.go (hasCompleteTimingData, else calculateMultiplierSplit); vLLM's side from
+# data/vllm_metrics_by_version.json (prefix_cache_hits_total "in terms of number of cached tokens" from 0.9.2,
+# vllm/v1/metrics/loggers.py:227; request_time_per_output_token_seconds from 0.11.0).
+
+CACHE_WARNING = (
+    "OpenCost's inference cost (pkg/inferencecost, opencost/opencost PR #3845) multiplies "
+    "vllm:prefix_cache_hits_total by the KV-cache block size it is given (collector.go combineMetrics at "
+    "046782e6), but vLLM 0.15.0 counts it in tokens: its cached tokens come out block-size times too many and its "
+    "effective input tokens too few (clamped at 0), so the split's input cost per million tokens is too high, or 0"
+)
+
+
+def test_our_catalogue_never_writes_opencosts_names() -> None:
+    ours = {spec.name for spec in catalogue.ALL} | set(catalogue.sample_names())
+    assert not ours & opencost.NAMES
+
+
+def test_opencosts_input_cost_warns_of_the_block_size_on_vllm_015() -> None:
+    result = offline("vllm==0.15.0").check(Query("test", "expr", 'llm_cost_per_million_tokens{phase="prompt"}'))
+    assert (result.status, result.rules) == ("warning", ["opencost-input"])
+    assert result.reasons == [f"llm_cost_per_million_tokens: {CACHE_WARNING}"]
+    # the blended cost (no phase) and the hourly total do not use the cached-token count
+    assert judged('llm_cost_per_million_tokens{phase=""}', "vllm==0.15.0") == ("ok", [])
+    assert judged("sum(llm_total_cost)", "vllm==0.15.0") == ("ok", [])
+    assert judged('llm_cost_per_million_tokens{phase="generation"}', "vllm==0.15.0") == ("ok", [])
+    assert judged("llm_input_cost_per_million_tokens", "vllm==0.15.0") == ("warning", ["opencost-input"])
+
+
+def test_opencosts_split_falls_back_to_a_multiplier_before_vllm_011() -> None:
+    result = offline("vllm==0.10.1").check(Query("test", "expr", 'llm_cost_per_million_tokens{phase=~"gen.*"}'))
+    assert (result.status, result.rules) == ("warning", ["opencost-input"])
+    assert result.reasons == [
+        "llm_cost_per_million_tokens: vLLM 0.10.1 writes no vllm:request_time_per_output_token_seconds_sum: "
+        "OpenCost's inference cost (pkg/inferencecost, opencost/opencost PR #3845) splits input and output cost by "
+        "a fixed multiplier instead of the prefill and decode time"
+    ]
+
+
+def test_opencosts_names_are_not_judged_without_a_vllm_release() -> None:
+    result = offline("sglang==0.5.23").check(Query("test", "expr", "llm_total_cost"))
+    assert (result.status, result.rules) == ("unjudged", [])
+    assert result.reasons == [
+        "llm_total_cost: not judged: a name of OpenCost's inference cost (pkg/inferencecost, opencost/opencost PR "
+        "#3845), computed from vLLM's: no --against for vLLM"
+    ]
