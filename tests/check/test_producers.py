@@ -19,6 +19,7 @@ from exporter.check import opencost
 from exporter.check.inputs import Query, file_queries
 from exporter.check.offline import NOT_JUDGED
 from exporter.check.producers import RAY_SERVE_VLLM, re_export
+from exporter.check.report import RULES
 from exporter.promql.selectors import selectors
 from tests.check.against import offline
 
@@ -188,3 +189,8 @@ def test_opencosts_names_are_not_judged_without_a_vllm_release() -> None:
         "llm_total_cost: not judged: a name of OpenCost's inference cost (pkg/inferencecost, opencost/opencost PR "
         "#3845), computed from vLLM's: no --against for vLLM"
     ]
+
+
+def test_sarif_describes_the_rules_producers_use() -> None:
+    # SARIF viewers show a result's rule by its id: each one used here must be described
+    assert {"opencost-input", "wrong-separator"} <= {rule.id for rule in RULES}
