@@ -5,8 +5,10 @@ flag or feature shows it (reported, not failed), *empty* otherwise (with why, fr
 for `--fix`); a name no engine's table owns (kube-state-metrics, DCGM, recording rules, the router's own) is
 *not judged*, as is an engine given no `--against`, and a name with an engine's prefix that another producer
 writes (`names.OTHER_PRODUCERS`: production-stack's router writes `vllm:current_qps`). Any other name with an
-engine's prefix that no release of it ever wrote is *empty on every release*, with the look-alikes it has. The
-query's verdict follows from its structure (`judge`).
+engine's prefix that no release of it ever wrote is *empty on every release*, with the look-alikes it has. A
+name another producer re-exports under its own prefix (`producers`: Ray Serve LLM's `ray_vllm_*`) is judged as the
+engine's sample on the engine's release, spelled as that producer writes it there. The query's verdict follows
+from its structure (`judge`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from exporter.check import names
+from exporter.check import names, opencost
 from exporter.check.evaluate import ALLOW_EMPTY, Result, anchored_name, hidden_reason, scale_from_zero_reason
 from exporter.check.inputs import Query
 from exporter.check.judge import DATA, EMPTY, FLAG, UNJUDGED, judge
-from exporter.check.tables import ALIASES, EngineTable, owner, tables
+from exporter.check.producers import ReExport, re_export
+from exporter.check.tables import ALIASES, EngineTable, display_name, owner, tables
 from exporter.engines.trtllm import NEVER_FINAL as TRTLLM_NEVER_FINAL
 from exporter.promql.parse import parse
 from exporter.promql.selectors import Selector, rename, selectors
@@ -27,6 +30,7 @@ from exporter.promql.tokens import PromQLSyntaxError
 NATIVE = "native-histogram-bucket"
 MEANING = "meaning-changed"
 NOT_JUDGED = "engine-name-not-judged"
+OPENCOST = "opencost-input"  # OpenCost's cost names, judged by the vLLM families they are computed from
 NEVER_FINAL = {"trtllm": TRTLLM_NEVER_FINAL}  # versions published only as pre-releases, per engine
 
 
@@ -93,6 +97,10 @@ class OfflineChecker:
         name = sel.name or anchored_name(sel)
         if name in self.recorded:
             return Verdict(UNJUDGED, f"{name}: not judged: a recording rule of the files checked")
+        if name and (exported := re_export(name)) is not None:
+            return self._re_exported(sel, name, *exported)
+        if name in opencost.NAMES:
+            return self._opencost(sel, name)
         table = (owner(name) or self._unprefixed(name)) if name else None
         if table is None:
             return Verdict(UNJUDGED, f"{name or sel}: not judged: no engine's release table owns it")
@@ -123,6 +131,40 @@ class OfflineChecker:
             return Verdict(EMPTY, f"{name}: empty on every {target.table.label} release: {found.text}", found.rule)
         state = FLAG if found.state == "flag" else EMPTY
         return Verdict(state, f"{name}: {found.text}", found.rule, found.replacement)
+
+    def _re_exported(self, sel: Selector, name: str, export: ReExport, inner: str) -> Verdict:
+        """A producer's spelling of an engine's sample (Ray Serve's `ray_vllm_*`): judged as the engine's own
+        sample on the release checked against, the name and its fix spelled as the producer writes them there."""
+        target = self.targets.get(export.engine)
+        if target is None:
+            label = display_name(export.engine)
+            text = f"{name}: not judged: {export.producer}'s re-export of {label}; no --against for {label}"
+            return Verdict(UNJUDGED, text)
+        label, version = target.table.label, target.version
+        judged = self.verdict(Selector(inner, sel.matchers))
+        fix = export.written(judged.replacement, version) if judged.replacement else None
+        spelled = export.written(inner, version)
+        said = judged.reason.removeprefix(f"{inner}: ")  # the engine's name, said once
+        if spelled == name:
+            reason = f"{name} ({export.producer}'s {inner}): {said}" if said else ""
+            return Verdict(judged.state, reason, judged.rule, fix)
+        text = (
+            f"{name}: {export.producer} writes {label} {version}'s {inner} as {spelled}: from {label} "
+            f"{export.sanitized_from} on, {label}'s Ray metrics write '_' for ':' ({export.source})"
+        )
+        if said:
+            text += f"; and {said}"
+        return Verdict(EMPTY, text, "wrong-separator", fix or (spelled if judged.state != EMPTY else None))
+
+    def _opencost(self, sel: Selector, name: str) -> Verdict:
+        """OpenCost's inference cost name (`llm_*`, never this exporter's): judged by the vLLM release it reads."""
+        target = self.targets.get("vllm")
+        if target is None:
+            text = f"{name}: not judged: a name of {opencost.PRODUCER}, computed from vLLM's: no --against for vLLM"
+            return Verdict(UNJUDGED, text)
+        release = f"{target.table.label} {target.version}"
+        found = opencost.warnings(name, sel.matchers, target.table.exposed(target.version), release)
+        return Verdict(DATA, f"{name}: " + "; ".join(found), OPENCOST) if found else Verdict(DATA)
 
     def _changed(self, target: Target, name: str) -> str | None:
         """A meaning change of `name`'s family between the --from release and the target, or None."""
@@ -212,14 +254,20 @@ class OfflineChecker:
 
 
 def _engine_name(sel: Selector) -> bool:
-    """A selector of a name with an engine's (or the router's) prefix."""
-    name = sel.name or anchored_name(sel)
-    return bool(name) and owner(name) is not None
+    """A selector of a name with an engine's (or the router's) prefix, or an engine's name re-exported."""
+    return _owner(sel.name or anchored_name(sel)) is not None
+
+
+def _owner(name: str) -> EngineTable | None:
+    """The table of the engine writing `name`, directly or through a producer that re-exports it (Ray Serve's
+    replicas are the engine's pods)."""
+    exported = re_export(name) if name else None
+    return owner(exported[1] if exported else name) if name else None
 
 
 def _in_engine_pods(sel: Selector, verdict: Verdict) -> bool:
     """A judged selector of series only the engine pods write (not the router's: it outlives zero replicas)."""
-    table = owner(sel.name or anchored_name(sel))
+    table = _owner(sel.name or anchored_name(sel))
     return verdict.state != UNJUDGED and table is not None and table.in_engine_pods
 
 

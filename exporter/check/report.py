@@ -141,7 +141,11 @@ RULES = (
     sarif.Rule("removed", "A metric the engine no longer writes, with no successor.", "Drop or replace the panel."),
     sarif.Rule("not-yet", "A metric newer than the engine release.", "Upgrade, or use the older name."),
     sarif.Rule("unknown", "An engine-prefixed name no release of that engine writes.", "Use a name it writes."),
-    sarif.Rule("wrong-separator", "The engine's separator spelled wrong (vllm_ for vllm:).", "Use the name given."),
+    sarif.Rule(
+        "wrong-separator",
+        "The engine's separator spelled wrong (vllm_ for vllm:; Ray's ray_vllm: for ray_vllm_ from vLLM 0.11.0).",
+        "Use the name given.",
+    ),
     sarif.Rule("counter-without-total", "A counter queried without _total.", "Query NAME_total."),
     sarif.Rule("family-name", "A histogram's or summary's family name queried as a sample.", "Query a sample."),
     sarif.Rule("summary-no-buckets", "_bucket of a family that is a summary.", "Use quantile, _sum or _count."),
@@ -174,6 +178,12 @@ RULES = (
         "meaning-changed",
         "A family that kept its name but changed what it measures between the releases of an upgrade.",
         "Re-read the panel or threshold with the new meaning (see the message).",
+    ),
+    sarif.Rule(
+        "opencost-input",
+        "OpenCost's inference cost (llm_*, not this exporter's) computed from vLLM families that release lacks or "
+        "that it miscounts.",
+        "Read the value with the caveat given, or compute the cost from the vLLM families directly.",
     ),
     sarif.Rule(
         NOT_JUDGED,
