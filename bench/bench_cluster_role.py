@@ -103,9 +103,9 @@ def serve(conn: Any, nodes: int, pods: int, kubeconfig: str) -> None:
 
 
 # -- the role's process ---------------------------------------------------------------------------------
-def role(kubeconfig: str) -> None:
+def role(kubeconfig: str, no_freeze: bool = False) -> None:
     """`serve --role cluster`'s collectors and scraper, driven by commands on stdin (one JSON answer each)."""
-    from exporter import config, roles
+    from exporter import config, heap, roles
     from exporter.collect import CollectorSet
     from exporter.kube.collector import ClusterCollector
     from exporter.server import Scraper
@@ -128,6 +128,8 @@ def role(kubeconfig: str) -> None:
     while not collectors.ready():
         time.sleep(0.05)
     answer({"cpu_s": time.process_time(), "rss_mib": rss_mib()})
+    if not no_freeze:
+        heap.freeze()  # as `serve` does once ready (exporter/heap.py)
     c0 = 0.0
     for line in sys.stdin:
         command, _, value = line.strip().partition(" ")
@@ -188,8 +190,9 @@ def answer(value: dict[str, Any]) -> None:
 class Role:
     """The role's process: commands in, one JSON line out per command."""
 
-    def __init__(self, kubeconfig: str) -> None:
+    def __init__(self, kubeconfig: str, no_freeze: bool = False) -> None:
         command = [sys.executable, __file__, "--role-process", "--kubeconfig", kubeconfig]
+        command += ["--no-freeze"] if no_freeze else []
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
 
@@ -212,13 +215,13 @@ class Role:
         self.proc.wait(60)
 
 
-def measure(nodes: int, pods: int, burst: int, scrapes: int, tmp: Path) -> dict[str, Any]:
+def measure(nodes: int, pods: int, burst: int, scrapes: int, tmp: Path, no_freeze: bool = False) -> dict[str, Any]:
     parent, child = mp.Pipe()
     kubeconfig = str(tmp / "kubeconfig")
     server = mp.Process(target=serve, args=(child, nodes, pods, kubeconfig), daemon=True)
     server.start()
     served, unbound = parent.recv()
-    role_process = Role(kubeconfig)
+    role_process = Role(kubeconfig, no_freeze)
     try:
         ready = role_process.read()
         result: dict[str, Any] = {
@@ -293,17 +296,18 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of 5,000 nodes / 150,000 pods")
     parser.add_argument("--burst", type=int, default=1000, help="bound pods replaced before each scrape")
     parser.add_argument("--scrapes", type=int, default=5, help="scrapes after a burst (the median is judged)")
+    parser.add_argument("--no-freeze", action="store_true", help="no gc.freeze() once ready (serve does it)")
     parser.add_argument("--role-process", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role_process:
-        role(args.kubeconfig)
+        role(args.kubeconfig, args.no_freeze)
         return
     if args.scale <= 0 or args.burst < 1 or args.scrapes < 1:
         parser.error("--scale must be above 0, --burst and --scrapes at least 1")
     nodes, pods = sized(args.scale)
     with tempfile.TemporaryDirectory(prefix="bench-cluster-role-") as tmp:
-        result = measure(nodes, pods, args.burst, args.scrapes, Path(tmp))
+        result = measure(nodes, pods, args.burst, args.scrapes, Path(tmp), args.no_freeze)
     if not report(nodes, result, args.burst):
         sys.exit(1)
 

@@ -18,7 +18,7 @@ from exporter import __version__, config, logs
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from exporter import roles, server, webconfig
+    from exporter import heap, roles, server, webconfig
 
     try:
         cfg = config.load(args.config)
@@ -34,6 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    heap.freeze_when_ready(collectors.ready, stop)  # the first lists, out of every later full GC's walk
     try:
         server.serve(
             collectors, args.role, args.listen, stop, web, args.max_connections, telemetry_path=args.telemetry_path
