@@ -170,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[Query] = []  # on another data source than Prometheus: listed, never parsed
     for path in expand(paths):
         try:
-            queries = file_queries(path, values, prometheus)
+            # offline, the query variables are judged as queries too; live, Prometheus resolves them
+            queries = file_queries(path, values, prometheus, with_variables=prometheus is None)
             skipped.extend(q for q in queries if q.datasource)
             by_file[path] = [q for q in queries if not q.datasource]
             if clusters:  # once per cluster, as it sees them

@@ -69,9 +69,12 @@ def dashboard_queries(
     lookup: variables.Lookup | None = None,
     *,
     cluster: Cluster | None = None,
+    with_variables: bool = False,
 ) -> Iterator[Query]:
     """The dashboard's queries with its variables resolved; with `cluster`, the variables that select the
-    cluster set to it (`values` still win)."""
+    cluster set to it (`values` still win). `with_variables`: the query variables' definitions too, as the
+    PromQL Grafana runs for them (`check --against` judges them offline; live, Prometheus resolves them and
+    a variable without values is a note on every query)."""
     sources = Sources(dashboard)
     templating = _map(dashboard.get("templating"))
     kept = [v for v in templating.get("list") or [] if not isinstance(v, dict) or sources.variable_ok(v)]
@@ -79,6 +82,8 @@ def dashboard_queries(
     if cluster is not None:
         values = {**variables.cluster_overrides(declared, cluster.label, cluster.value), **(values or {})}
     resolution = variables.resolve(declared, lookup, values)
+    if with_variables:
+        yield from _variable_queries(declared, resolution.values, source)
     found = dashboard.get("__elements")
     elements: Mapping[str, Any] = _map(found)
     panels = list(_panels(dashboard.get("panels") or [], elements))
@@ -101,6 +106,19 @@ def dashboard_queries(
                     expanded = variables.interpolate(expr, chosen)
                     notes = tuple(resolution.problems)
                     yield Query(source, where, expanded, raw=expr, kind="dashboard", notes=notes)
+
+
+def _variable_queries(
+    declared: list[variables.Variable], values: Mapping[str, variables.Value], source: str
+) -> Iterator[Query]:
+    """Each query variable whose definition reads series (`label_values(metric, label)`, `query_result(…)`,
+    `metrics(regex)`, a plain query), as the query Grafana runs, the definition as written kept for `--fix`."""
+    for var in declared:
+        if var.type != "query" or not var.query.strip():
+            continue
+        expr = variables.definition_query(variables.interpolate(var.query, values))
+        if expr is not None:
+            yield Query(source, f"variable {var.name!r}", expr, raw=var.query, kind="variable")
 
 
 def _repeats(
@@ -238,9 +256,10 @@ def document_queries(
     *,
     cluster: Cluster | None = None,
     context: Context | None = None,
+    with_variables: bool = False,
 ) -> Iterator[Query] | None:
     """The queries of one parsed document, or None when it is nothing `check` knows; `context` is the rest of
-    its input (the ConfigMaps a GrafanaDashboard refers to)."""
+    its input (the ConfigMaps a GrafanaDashboard refers to); `with_variables` as `dashboard_queries`."""
     if not isinstance(doc, dict):
         return None
     kind = doc.get("kind")
@@ -249,7 +268,7 @@ def document_queries(
     if kind in ("ScaledObject", "ScaledJob"):
         return _keda(doc, source)
     if kind == "ConfigMap":
-        return _config_map(doc, source, values, lookup, cluster, context)
+        return _config_map(doc, source, values, lookup, cluster, context, with_variables)
     if hpa.is_hpa(doc):
         return (Query(source, m.where, m.expr, kind="hpa", datasource=m.datasource) for m in hpa.metrics(doc))
     contained = dashboard(doc, context)
@@ -257,15 +276,16 @@ def document_queries(
         inner, where = contained
         inner = inner["dashboard"] if isinstance(inner.get("dashboard"), dict) else inner  # the API's form
         named = f"{source} {where}" if where else source
-        return dashboard_queries(inner, named, values, lookup, cluster=cluster)
+        return dashboard_queries(inner, named, values, lookup, cluster=cluster, with_variables=with_variables)
     if scrape.is_scrape_config(doc):
         return iter(())  # no queries: it says how histograms are stored (`scrape.converting`)
     if isinstance(doc.get("groups"), list):
         return rule_queries(doc["groups"], source)
     if "panels" in doc or "rows" in doc:
-        return dashboard_queries(doc, source, values, lookup, cluster=cluster)
+        return dashboard_queries(doc, source, values, lookup, cluster=cluster, with_variables=with_variables)
     if isinstance(doc.get("dashboard"), dict):  # the API's {"dashboard": {...}, "meta": {...}}
-        return dashboard_queries(doc["dashboard"], source, values, lookup, cluster=cluster)
+        dashboard_doc = doc["dashboard"]
+        return dashboard_queries(dashboard_doc, source, values, lookup, cluster=cluster, with_variables=with_variables)
     rules = doc.get("rules")
     if isinstance(rules, dict):  # the adapter's Helm values: rules.custom / rules.external
         rules = {k: v for k, v in rules.items() if isinstance(v, list)}
@@ -289,6 +309,7 @@ def _config_map(
     lookup: variables.Lookup | None,
     cluster: Cluster | None = None,
     context: Context | None = None,
+    with_variables: bool = False,
 ) -> Iterator[Query] | None:
     found: list[Query] = []
     recognised = False
@@ -301,7 +322,8 @@ def _config_map(
             inner = json.loads(text) if str(key).endswith(".json") else yaml.safe_load(text)
         except (ValueError, yaml.YAMLError, TypeError):
             continue
-        queries = document_queries(inner, f"{source} {key}", values, lookup, cluster=cluster)
+        named = f"{source} {key}"
+        queries = document_queries(inner, named, values, lookup, cluster=cluster, with_variables=with_variables)
         if queries is not None:
             recognised = True
             found.extend(queries)
@@ -337,9 +359,10 @@ def file_queries(
     lookup: variables.Lookup | None = None,
     *,
     cluster: Cluster | None = None,
+    with_variables: bool = False,
 ) -> list[Query]:
     """Every query of `path`; raises BadFileError (UnknownFileError when nothing in it is recognised). With
-    `cluster`, dashboards' cluster variables are set to it."""
+    `cluster`, dashboards' cluster variables are set to it; `with_variables` as `dashboard_queries`."""
     docs = load_documents(path)
     context = Context.of(docs)
     found: list[Query] = []
@@ -347,7 +370,9 @@ def file_queries(
     for i, doc in enumerate(docs):
         source = str(path) if len(docs) == 1 else f"{path} document {i + 1}"
         try:
-            queries = document_queries(doc, source, values, lookup, cluster=cluster, context=context)
+            queries = document_queries(
+                doc, source, values, lookup, cluster=cluster, context=context, with_variables=with_variables
+            )
             if queries is not None:
                 recognised = True
                 found.extend(queries)

@@ -13,6 +13,7 @@ from its structure (`judge`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -101,6 +102,8 @@ class OfflineChecker:
             return self._re_exported(sel, name, *exported)
         if name in opencost.NAMES:
             return self._opencost(sel, name)
+        if not name and (searched := _searched(sel)) is not None:
+            return self._search(sel, searched)
         table = (owner(name) or self._unprefixed(name)) if name else None
         if table is None:
             return Verdict(UNJUDGED, f"{name or sel}: not judged: no engine's release table owns it")
@@ -165,6 +168,31 @@ class OfflineChecker:
         release = f"{target.table.label} {target.version}"
         found = opencost.warnings(name, sel.matchers, target.table.exposed(target.version), release)
         return Verdict(DATA, f"{name}: " + "; ".join(found), OPENCOST) if found else Verdict(DATA)
+
+    def _search(self, sel: Selector, pattern: re.Pattern[str]) -> Verdict:
+        """A name regex (a `metrics(regex)` variable): data when a release checked against writes a name it
+        matches; empty when it names an engine's prefix, every name it matches in any release is that engine's,
+        and the release checked against writes none of them; not judged otherwise (anyone's names)."""
+        matching = {t.engine: sorted(n for n in _names(t) if pattern.fullmatch(n)) for t in tables().values()}
+        owners = [tables()[e] for e, found in matching.items() if found]
+        for table in owners:
+            target = self.targets.get(table.engine)
+            if target is not None and any(pattern.fullmatch(n) for n in target.table.exposed(target.version)):
+                return Verdict(DATA)
+        if not owners:
+            return Verdict(UNJUDGED, f"{sel}: not judged: it matches no engine's name")
+        if len(owners) > 1 or not any(p in pattern.pattern for p in _spellings(owners[0])):
+            return Verdict(UNJUDGED, f"{sel}: not judged: it may match other producers' names")
+        table = owners[0]
+        target = self.targets.get(table.engine)
+        if target is None:
+            return Verdict(UNJUDGED, f"{sel}: not judged: no --against for {table.label}")
+        found = matching[table.engine]
+        return Verdict(
+            EMPTY,
+            f"{sel}: {table.label} {target.version} writes no name it matches (other releases wrote "
+            f"{', '.join(found[:3])}{', …' if len(found) > 3 else ''})",
+        )
 
     def _changed(self, target: Target, name: str) -> str | None:
         """A meaning change of `name`'s family between the --from release and the target, or None."""
@@ -251,6 +279,27 @@ class OfflineChecker:
             for old, new in renames.items():
                 fix = rename(fix, old, new)
         return Result(query, status, list(dict.fromkeys(reasons)), fix, renames, rules=list(dict.fromkeys(rules)))
+
+
+def _searched(sel: Selector) -> re.Pattern[str] | None:
+    """The pattern of a selector that only a `__name__` regex selects by (no name, nothing anchored), or None."""
+    regexes = [m.value for m in sel.matchers if m.label == "__name__" and m.op == "=~"]
+    if len(regexes) != 1:
+        return None
+    try:
+        return re.compile(regexes[0])
+    except re.error:
+        return None
+
+
+def _names(table: EngineTable) -> frozenset[str]:
+    """Every sample name any release of `table` writes (flags and features included)."""
+    return frozenset(s for f in table.families.values() for s in f.samples)
+
+
+def _spellings(table: EngineTable) -> tuple[str, ...]:
+    """The engine's prefixes as a regex may write them (`vllm:`, and `vllm_` for a colon)."""
+    return tuple(p for prefix in table.prefixes for p in {prefix, prefix.replace(":", "_")})
 
 
 def _engine_name(sel: Selector) -> bool:

@@ -224,6 +224,22 @@ def run_variable_query(definition: str, lookup: Lookup) -> list[str]:
     return [_result_text(r) for r in lookup.query(definition)]  # a plain PromQL query (newer Grafana "classic")
 
 
+def definition_query(definition: str) -> str | None:
+    """The PromQL a query variable's definition runs, to judge it as a query: `label_values(metric, label)` is
+    `group by (label) (metric)` (as `run_variable_query` asks it), `query_result(q)` is `q`, `metrics(regex)`
+    the names the regex finds anywhere in them (Grafana searches, PromQL anchors: `.*(?:regex).*`), a plain
+    query itself; None for `label_values(label)`, which reads every series."""
+    if m := _LABEL_VALUES.match(definition):
+        metric = (m.group("metric") or "").strip()
+        return f"group by ({m.group('label')}) ({metric})" if metric else None
+    if m := _METRICS.match(definition):
+        regex = m.group("regex").strip()
+        return f"group by (__name__) ({{__name__=~{json.dumps(f'.*(?:{regex}).*')}}})" if regex else None
+    if m := _QUERY_RESULT.match(definition):
+        return m.group("query")
+    return definition
+
+
 def _result_text(result: Mapping[str, Any]) -> str:
     """A `query_result` row as Grafana renders it: `name{label="v", ...} value timestamp_ms`."""
     labels = dict(result.get("metric", {}))

@@ -45,6 +45,17 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Caveat:
+    """What the walk could not judge because the running release never had the series (not a fault to fix)."""
+
+    namespace: str
+    engine: str  # the `engine` label (llamacpp)
+    version: str  # the `version` label (b11434)
+    metric: str  # the canonical series it lacks (llm_time_to_first_token_seconds)
+    text: str  # "llama.cpp b11434 has no first-token histogram: TTFT not judged"
+
+
+@dataclass(frozen=True)
 class Readings:
     """Every query of the walk, as sent, and its result at `at`."""
 

@@ -54,6 +54,7 @@ def text(report: Report, grafana_url: str = "") -> str:
     lines = [f"llm-exporter diagnose: {_headline(report)} ({_scope(report)}, {report.window} up to {report.end})"]
     for wait in report.waits:
         lines.append(f"waiting: {wait.summary()}")
+    lines += [f"caveat: {c.namespace}: {c.text}" for c in report.caveats]
     for i, f in enumerate(report.findings, 1):
         lines += [
             "",
@@ -76,6 +77,9 @@ def markdown(report: Report, grafana_url: str = "") -> str:
     lines = [f"**LLM diagnosis: {_headline(report)}** ({_scope(report)}, {report.window} up to {report.end})", ""]
     if report.waits:
         lines += [f"> Waiting: {wait.summary()}" for wait in report.waits]
+        lines.append("")
+    if report.caveats:
+        lines += [f"> Caveat: {c.namespace}: {c.text}" for c in report.caveats]
         lines.append("")
     if not report.findings:
         return "\n".join(lines)
@@ -103,6 +107,10 @@ def as_json(report: Report, grafana_url: str = "") -> dict[str, Any]:
         "window": {"start": report.start, "end": report.end, "duration": report.window},
         "cluster": report.cluster.value if report.cluster is not None else "",
         "telemetry": [{"problem": f.verdict, "evidence": _evidence(f)} for f in report.telemetry],
+        "caveats": [
+            {"caveat": c.text, "namespace": c.namespace, "engine": c.engine, "version": c.version, "metric": c.metric}
+            for c in report.caveats
+        ],
         "findings": [
             {
                 "stage": f.stage,

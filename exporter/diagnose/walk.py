@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from exporter.check.scope import Cluster
-from exporter.diagnose.model import STAGES, Finding, Readings
+from exporter.diagnose.model import STAGES, Caveat, Finding, Readings
 from exporter.diagnose.registry import VERDICTS
+from exporter.diagnose.verdicts.series_missing import caveats
 from exporter.diagnose.verdicts.waiting import Wait, who_waits
 
 # the order of the ranking: telemetry, then the causes along the request's path, the unexplained wait last
@@ -37,6 +38,8 @@ class Report:
     telemetry: tuple[Finding, ...]
     findings: tuple[Finding, ...]  # ranked, telemetry first
     cluster: Cluster | None = None  # the one cluster of a store of many that every query was scoped to
+    # what was not judged because the running release never had the series (a healthy report may carry them)
+    caveats: tuple[Caveat, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -99,4 +102,5 @@ def walk(r: Readings, start: str, namespace: str = "") -> Report:
         tuple(rank(telemetry)),
         tuple(rank([*telemetry, *causes])),
         r.cluster,
+        tuple(caveats(r)),
     )

@@ -42,9 +42,15 @@ def report(*args: str) -> dict[str, Any]:
 
 def test_a_grafanadashboard_passes_on_the_release_it_was_written_for() -> None:
     out = report("--against", "vllm==0.10.2", str(ADMIN))
-    assert (out["rc"], out["errors"], out["read"]) == (0, [], {"queries": 71, "files": 1, "judged": 32})
-    assert out["counts"] == {"ok": 32, "empty": 0, "allowed": 0, "error": 0, "warning": 0, "unjudged": 39}
+    assert (out["rc"], out["errors"], out["read"]) == (0, [], {"queries": 74, "files": 1, "judged": 33})
+    assert out["counts"] == {"ok": 33, "empty": 0, "allowed": 0, "error": 0, "warning": 0, "unjudged": 41}
     assert {r["file"] for r in out["results"]} == {f"{ADMIN} GrafanaDashboard platform-admin-dashboard"}
+    # its three query variables judged as the queries Grafana runs for them (the vLLM one is data)
+    assert [(r["location"], r["expr"], r["status"]) for r in out["results"] if r["location"].startswith("var")] == [
+        ("variable 'maas_namespace'", 'group by (namespace) (kube_pod_info{pod=~"maas-api.*"})', "unjudged"),
+        ("variable 'model'", "group by (model_name) (vllm:num_requests_running)", "ok"),
+        ("variable 'tenant'", "group by (tenant_name) (maas_api_http_requests_total)", "unjudged"),
+    ]
 
 
 def test_a_grafanadashboard_fails_on_a_release_before_its_metrics() -> None:
@@ -196,7 +202,7 @@ def test_a_perses_dashboard_with_loki_queries_lists_them_as_skipped() -> None:
 
 def test_a_perses_dashboard_of_prometheus_queries_is_judged() -> None:
     out = report("--against", "vllm==0.10.2", str(FORMATS / "maas-usage-persesdashboard.yaml"))
-    assert (out["rc"], out["read"]) == (0, {"queries": 9, "files": 1, "judged": 5})
+    assert (out["rc"], out["read"]) == (0, {"queries": 12, "files": 1, "judged": 5})  # 3 variables: not vLLM's
 
 
 LOKI_LOGS = FORMATS / "loki-logs-dashboard.json"
@@ -208,8 +214,8 @@ def test_a_dashboard_with_loki_panels_passes_and_lists_them() -> None:
     assert done.stdout.splitlines() == [
         f"other {LOKI_LOGS}: panel 'Log Rate' query A: runs on loki, not PromQL: not checked",
         f"other {LOKI_LOGS}: panel 'Logs' query A: runs on loki, not PromQL: not checked",
-        "8 queries in 1 files: 0 ok, 0 empty, 0 errors, 0 empty as expected, 8 not judged on vLLM 0.10.2; "
-        "2 skipped (2 loki)",
+        "11 queries in 1 files: 0 ok, 0 empty, 0 errors, 0 empty as expected, 11 not judged on vLLM 0.10.2; "
+        "2 skipped (2 loki)",  # 3 of them its Prometheus variables (loki_build_info, kube_pod_container_info)
     ]
     out = report("--against", "vllm==0.10.2", str(LOKI_LOGS))
     assert out["skipped"][0] == {
@@ -229,7 +235,7 @@ def test_a_dashboard_with_loki_panels_still_fails_on_its_prometheus_queries(tmp_
     done = check("--against", "vllm==0.12.0", str(tmp_path / "d.json"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1] == (
-        "8 queries in 1 files: 0 ok, 1 empty, 0 errors, 0 empty as expected, 7 not judged on vLLM 0.12.0; "
+        "11 queries in 1 files: 0 ok, 1 empty, 0 errors, 0 empty as expected, 10 not judged on vLLM 0.12.0; "
         "2 skipped (2 loki)"
     )
 

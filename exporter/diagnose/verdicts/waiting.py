@@ -100,7 +100,8 @@ def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
     for wait in who_waits(r):
         if not wait.reasons or explained(earlier, wait.namespace, wait.model, CAUSES):
             continue
-        queueing = (wait.queue_share or 0) >= 0.5
+        # without a queue-time histogram (llama.cpp, TGI) the share is unknown: a queue over the limit says capacity
+        queueing = wait.queue_share >= 0.5 if wait.queue_share is not None else "queue" in wait.reasons
         evidence = [
             r.evidence(VERDICT.qid(name), value)
             for name, value in (("ttft_p99", wait.ttft_p99), ("queue_max", wait.queue_max), ("itl_p99", wait.itl_p99))
