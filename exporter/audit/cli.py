@@ -93,6 +93,9 @@ def read_manifests(
             except ManifestError as exc:
                 print(f"audit: {exc}", file=err)
                 clean = False
+    inventory.finish(inv)
+    for note in inv.notes:
+        print(f"audit: note: {note}", file=err)
     return inv, clean
 
 

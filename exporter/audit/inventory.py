@@ -8,8 +8,9 @@ from typing import Any
 
 from exporter.audit import model, nodes
 from exporter.audit.model import Surroundings
-from exporter.k8s import autoscalers, frontends, workloads
-from exporter.k8s.fields import NO_SOURCE, Source
+from exporter.k8s import autoscalers, frontends, operators, workloads
+from exporter.k8s.fields import NO_SOURCE, Source, meta
+from exporter.k8s.selectors import Selector
 from exporter.k8s.workloads import Workload
 
 # Kinds read and not audited themselves; any other kind is skipped with a note
@@ -34,6 +35,10 @@ class Inventory:
     workloads: list[Workload] = field(default_factory=list)
     around: Surroundings = field(default_factory=Surroundings)
     skipped: dict[str, int] = field(default_factory=dict)  # kinds no check reads, with how many
+    # operators' resources, derived once the whole input is read (a ServingRuntime may come after its user)
+    operated: list[tuple[Mapping[str, Any], Source, str]] = field(default_factory=list)
+    referred: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)  # ServingRuntimes, by kind
+    notes: list[str] = field(default_factory=list)  # operators' resources that derived nothing, and why
 
 
 _Reader = Callable[[Mapping[str, Any], str, Source], Any]
@@ -63,6 +68,12 @@ def add(inv: Inventory, obj: Mapping[str, Any], source: Source = NO_SOURCE, defa
             inv.workloads.append(w)
             inv.around.workloads.append(w)
         return
+    if operators.reader(obj) is not None:
+        inv.operated.append((obj, source, ns))
+        return
+    if operators.referred(obj):
+        inv.referred.setdefault(kind, []).append(obj)
+        return
     if kind in _AROUND:
         read, joins, always = _AROUND[kind]
         item = read(obj, ns, source)
@@ -85,8 +96,24 @@ def add(inv: Inventory, obj: Mapping[str, Any], source: Source = NO_SOURCE, defa
         inv.skipped[label] = inv.skipped.get(label, 0) + 1
 
 
+def finish(inv: Inventory) -> None:
+    """Derive what each operator resource of the input generates (its workloads, autoscalers and Services),
+    with the objects it refers to from anywhere in the input; once, after the last `add`."""
+    for obj, source, ns in inv.operated:
+        derived = operators.derive(obj, ns, source, inv.referred)
+        inv.workloads += derived.workloads
+        inv.around.workloads += derived.workloads
+        inv.around.autoscalers += derived.autoscalers
+        inv.around.services += [model.Service(n, name, Selector(sel)) for n, name, sel in derived.services]
+        if derived.note:
+            namespace, name = meta(obj, ns)[:2]
+            inv.notes.append(f"{obj.get('kind')} {namespace}/{name}: {derived.note}")
+    inv.operated = []
+
+
 def build(objects: Iterable[Mapping[str, Any]], default_namespace: str = "default") -> Inventory:
     inv = Inventory()
     for obj in objects:
         add(inv, obj, default_namespace=default_namespace)
+    finish(inv)
     return inv

@@ -91,7 +91,7 @@ def container_engine(c: Container) -> str | None:
     """The engine a container runs, from its command, image or port names; None for routers and the rest."""
     if is_router(c):
         return None
-    engine = argv_engine(c) or image_engine(c.image)
+    engine = c.engine or argv_engine(c) or image_engine(c.image)
     if engine:
         return engine
     return next((name for name, _ in c.ports if name in ENGINES), None)

@@ -31,6 +31,8 @@ def write_text(findings: Sequence[Finding], out: TextIO, verbose: bool = False) 
         out.write(f"  {_MARK[f.outcome.status]} {f.check.id} ({f.check.severity}): {f.outcome.detail}{source}\n")
         if f.outcome.status == "fail":
             out.write(f"       why: {f.check.reason}\n       fix: {f.check.fix}\n")
+            if f.field:
+                out.write(f"      edit: {f.workload.kind} {f.workload.name}: {f.field}\n")
     counts = {s: sum(1 for f in findings if f.outcome.status == s) for s in ("fail", "unknown", "pass", "n/a")}
     workloads = len({(f.workload.namespace, f.workload.kind, f.workload.name) for f in findings})
     out.write(

@@ -13,6 +13,14 @@ from exporter.k8s.workloads import Workload
 
 NOTHING_MEASURED = Measured()
 SKIP_ANNOTATION = "llm-exporter.io/audit-skip"
+# check id -> the aspect of a workload it judges: where an operator's resource sets it (`Workload.fields`)
+ASPECTS = {
+    "autoscaler-utilization-signal": "autoscaler", "autoscaler-scale-to-zero": "autoscaler",
+    "autoscaler-cooldown-short": "autoscaler", "keda-null-as-zero": "autoscaler", "fixed-replicas": "replicas",
+    "round-robin-routing": "replicas", "no-readiness-probe": "readinessProbe", "no-startup-probe": "startupProbe",
+    "grace-period-short": "terminationGracePeriodSeconds", "no-prestop": "preStop",
+    "no-gpu-toleration": "tolerations", "context-oversized": "args",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,21 @@ class Finding:
             "threshold_source": o.threshold_source,
             "detail": o.detail,
             "threshold": None if o.threshold is None else o.threshold.value,  # seconds (tokens: context)
+            "field": self.field,
         }
+
+    @property
+    def field(self) -> str | None:
+        """Where to change it on the resource an operator generated the workload from ("" where that resource
+        has no field for it: the operator sets it); None for a workload read as written."""
+        fields = self.workload.fields
+        if fields is None:
+            return None
+        aspect = ASPECTS.get(self.check.id)
+        if aspect is None:  # a check of the objects around it (a PDB, an Ingress, the nodes)
+            return None
+        where = fields.get(aspect, "")
+        return where or f"not a field of the {self.workload.kind}: {fields.get('release', 'the operator')} sets it"
 
 
 def skipped(w: Workload) -> set[str]:

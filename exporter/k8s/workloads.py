@@ -75,6 +75,7 @@ class Container:
     startup: Probe | None
     prestop: bool
     gpus: tuple[tuple[str, float], ...]  # accelerator resources requested or limited
+    engine: str = ""  # the engine an operator documents it runs, where neither command nor image names it
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -157,6 +158,9 @@ class Workload:
     replicas: int | None  # None: unset (1 by the API's default; an autoscaler may own it)
     pods: tuple[PodTemplate, ...]  # the pod template; a LeaderWorkerSet's leader, then its workers
     source: Source = field(default=Source(), compare=False)
+    # a workload an operator generates from the resource the user edits (`kind`/`name` name that resource):
+    # where each aspect is set there ("replicas": "spec.predictor.minReplicas"); "" where it cannot be set
+    fields: dict[str, str] | None = field(default=None, compare=False)
 
     @property
     def pod(self) -> PodTemplate:

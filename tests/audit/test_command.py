@@ -56,6 +56,7 @@ def test_failing_exit_1_and_json_fields(tmp_path: Path) -> None:
         "threshold_source": "default",
         "detail": "container vllm has no lifecycle.preStop",
         "threshold": None,
+        "field": None,
     }
     (grace,) = [r for r in records if r["check"] == "grace-period-short"]
     assert (grace["status"], grace["threshold"], grace["threshold_source"]) == ("pass", 30.0, "default")
@@ -74,10 +75,10 @@ def test_stdin_lists_and_helm_style_documents() -> None:
 
 
 def test_unknown_kinds_are_noted_and_skipped(tmp_path: Path) -> None:
-    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "m"}}
+    isvc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "InferenceGraph", "metadata": {"name": "m"}}
     rc, _out, err = audit("-f", str(_write(tmp_path / "m.yaml", [*healthy(), isvc, {"kind": "ConfigMap"}])))
     assert rc == 0
-    assert err == "audit: note: skipped 1 serving.kserve.io/v1beta1/InferenceService (no check reads this kind)\n"
+    assert err == "audit: note: skipped 1 serving.kserve.io/v1alpha1/InferenceGraph (no check reads this kind)\n"
 
 
 def test_broken_yaml_is_named_and_the_rest_still_audited(tmp_path: Path) -> None:

@@ -1,0 +1,40 @@
+"""What an operator reader derives for one resource (shared by the readers and their registry)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from exporter.k8s.autoscalers import Autoscaler
+from exporter.k8s.fields import as_dict, as_list
+from exporter.k8s.workloads import Workload
+
+# the objects of the input a reader may refer to, by kind
+Refs = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What an operator would create for one resource; `note` says why nothing was derived."""
+
+    workloads: tuple[Workload, ...] = ()
+    autoscalers: tuple[Autoscaler, ...] = ()
+    services: tuple[tuple[str, str, dict[str, str]], ...] = ()  # (namespace, name, selector)
+    note: str = ""
+
+
+def named(refs: Refs, kinds: Sequence[str], name: str, namespace: str) -> Mapping[str, Any] | None:
+    """The first object of `kinds` (in that order) called `name`; a namespaced kind only in `namespace`."""
+    for kind in kinds:
+        for obj in refs.get(kind, ()):
+            meta = as_dict(obj.get("metadata"))
+            if str(meta.get("name") or "") != name:
+                continue
+            if kind.startswith("Cluster") or str(meta.get("namespace") or namespace) == namespace:
+                return obj
+    return None
+
+
+def listed(value: Any) -> list[Mapping[str, Any]]:
+    return [v for v in as_list(value) if isinstance(v, dict)]
