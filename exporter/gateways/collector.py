@@ -42,7 +42,8 @@ def from_target(target: GatewayTarget) -> Gateway:
     url, credentials = userinfo.split(target.url)
     parts = urlsplit(url)
     if parts.path.rstrip("/") == "":
-        url = url.rstrip("/") + "/metrics"
+        # a base URL: LiteLLM mounts its metrics app at /metrics/ (and redirects /metrics there)
+        url = url.rstrip("/") + litellm.METRICS_PATH
     name = target.labels.get("gateway") or parts.netloc
     basic = target.basic_auth
     auth = (basic.username, "") if basic.username else credentials

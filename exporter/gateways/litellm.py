@@ -25,6 +25,7 @@ from exporter.engines import parser
 
 RELEASE = "1.110.2"  # the release the names were taken from; the proxy exposes no version on /metrics
 PREFIX = "litellm_"
+METRICS_PATH = "/metrics/"  # a mounted app: /metrics answers 307 to it
 CURRENCY = "USD"  # LiteLLM prices in its model cost map are USD
 UNSET = frozenset({"", "None"})
 
