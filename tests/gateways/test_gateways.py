@@ -72,7 +72,7 @@ litellm_remaining_team_budget_metric{team="9c3d",team_alias="chat"} +Inf
 litellm_team_max_budget_metric{team="0f1e",team_alias="search"} 100.0
 litellm_team_max_budget_metric{team="7a2b",team_alias="None"} 10.0
 # TYPE litellm_remaining_api_key_budget_metric gauge
-litellm_remaining_api_key_budget_metric{api_key_alias="",hashed_api_key="88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589"} 1.0
+litellm_remaining_api_key_budget_metric{api_key_alias="",hashed_api_key="88d4266fd4e6338d13b845fcf2895"} 1.0
 litellm_remaining_api_key_budget_metric{api_key_alias="batch",hashed_api_key="5c2e6a0b"} 0.25
 litellm_remaining_api_key_budget_metric{api_key_alias="ci",hashed_api_key="1d9f"} 4.0
 """
