@@ -136,6 +136,7 @@ def test_a_tenant_moving_between_named_and_other_never_counts_twice() -> None:
         ("gateways: {targets: [{url: 'http://g:4000', labels: {pod: x}}]}", "gateways.targets[0].labels.pod: only"),
         ("gateways: {targets: [{url: 'http://g:4000', kind: envoy}]}", "gateways.targets[0].kind: 'envoy' is not"),
         ("gateways: {max_tenants_per_model: 0}", "gateways.max_tenants_per_model: must be in [1, 10000]"),
+        ("gateways: {tenant_labels: [null]}", "gateways.tenant_labels[0]: expected str, got null"),
     ],
 )
 def test_bad_gateway_config_names_the_key(text: str, error: str) -> None:
