@@ -161,7 +161,7 @@ class Gateways:
         if not self.tenant_labels:
             errors.append("tenant_labels: must name at least one label")
         for name in self.tenant_labels:
-            if not isinstance(name, str):  # an ill-typed item, already reported by the loader
+            if name is typed_loader.INVALID:  # an ill-typed item, already reported by the loader
                 continue
             if not _label(name):
                 errors.append(f"tenant_labels: {_quote(name)} is not a label name")
