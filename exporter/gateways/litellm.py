@@ -28,6 +28,8 @@ PREFIX = "litellm_"
 METRICS_PATH = "/metrics/"  # a mounted app: /metrics answers 307 to it
 CURRENCY = "USD"  # LiteLLM prices in its model cost map are USD
 UNSET = frozenset({"", "None"})
+# the end user is whatever a client sends in `user`: a longer name is counted as tenant "other", not exported
+MAX_TENANT_LENGTH = 128
 
 TOKENS = {"litellm_input_tokens_metric_total": "prompt", "litellm_output_tokens_metric_total": "generation"}
 REQUESTS = "litellm_proxy_total_requests_metric_total"
@@ -104,6 +106,9 @@ def read(body: str, tenant_labels: Sequence[str]) -> Reading:
             if not tenant:
                 reading.dropped["no_tenant"] += 1
                 continue
+            if len(tenant) > MAX_TENANT_LENGTH:
+                reading.dropped["tenant_too_long"] += 1
+                tenant = "other"
             key = (name, key_of) if key_of is not None else (name,)
             reading.add(model, tenant, _key(key, labels), value)
 

@@ -143,3 +143,19 @@ def test_bad_gateway_config_names_the_key(text: str, error: str) -> None:
     with pytest.raises(config.ConfigError) as caught:
         config.parse(text)
     assert any(e.startswith(error) for e in caught.value.errors), caught.value.errors
+
+
+def test_an_end_user_name_over_the_length_cap_is_counted_as_other() -> None:
+    # the end user is whatever a client sends in `user`: its length is not the gateway's to bound
+    long = "x" * 129
+    body = (
+        "# TYPE litellm_input_tokens_metric_total counter\n"
+        f'litellm_input_tokens_metric_total{{end_user="{long}",model="m",team="None"}} 7.0\n'
+    )
+    assert exposition(body, ["end_user"], 50) == "\n".join(
+        [
+            'llm_gateway_tokens_total{gateway="litellm",tenant="other",model="m",direction="prompt"} 7',
+            'llm_gateway_series_dropped{gateway="litellm",reason="tenant_too_long"} 1',
+            'llm_gateway_up{gateway="litellm",kind="litellm"} 1',
+        ]
+    )
