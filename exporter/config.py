@@ -106,6 +106,74 @@ class Engines:
         return errors
 
 
+GATEWAY_KINDS = ("auto", "litellm")
+# the gateway labels a tenant is read from, in order: the first that is set names it
+DEFAULT_TENANT_LABELS = ("team_alias", "team", "api_key_alias", "user", "end_user")
+# labels that carry a key, a key's hash or a token: never a tenant name (a credential must not become a label)
+SECRET_LABELS = frozenset({"hashed_api_key", "api_key", "api_key_hash", "token", "authorization"})
+
+
+@dataclass(frozen=True)
+class GatewayTarget:
+    """A gateway (an LLM proxy in front of engines, which knows the tenants) to scrape."""
+
+    url: str
+    labels: dict[str, str] = field(default_factory=dict)  # gateway: the series' `gateway` (default host:port)
+    kind: str = "auto"  # auto: found from its metrics body
+    basic_auth: BasicAuth = field(default_factory=BasicAuth)
+    # a bearer token in a mounted Secret, read at every scrape (LiteLLM asks for a key on /metrics by default)
+    bearer_token_file: str = ""
+
+    def validate(self) -> list[str]:
+        errors = []
+        if not _http_url(self.url):
+            errors.append(f"url: {_quote(userinfo.masked_url(self.url))} is not an http(s) URL with a host")
+        errors += [f"labels.{key}: only 'gateway' is allowed" for key in sorted(set(self.labels) - {"gateway"})]
+        if self.kind not in GATEWAY_KINDS:
+            errors.append(f"kind: {_quote(self.kind)} is not one of {', '.join(GATEWAY_KINDS)}")
+        if self.basic_auth.username or self.basic_auth.password_file:
+            if userinfo.has_userinfo(self.url):
+                errors.append("basic_auth: set either basic_auth or credentials in the url, not both")
+            if not (self.basic_auth.username and self.basic_auth.password_file):
+                errors.append("basic_auth: username and password_file go together")
+            if self.bearer_token_file:
+                errors.append("bearer_token_file: set either bearer_token_file or basic_auth, not both")
+        return errors
+
+
+@dataclass(frozen=True)
+class Gateways:
+    """Node role: per-tenant tokens, requests and spend from LLM gateways (llm_gateway_*)."""
+
+    timeout_seconds: float = 3.0
+    max_response_bytes: int = 32 * 1024 * 1024  # a gateway exposes one series per tenant, key and model
+    targets: list[GatewayTarget] = field(default_factory=list)
+    tenant_labels: list[str] = field(default_factory=lambda: list(DEFAULT_TENANT_LABELS))
+    max_tenants_per_model: int = 50  # the top N by tokens keep their name, the rest are tenant="other"
+    tenant_idle_seconds: float = 3600.0  # a tenant whose counts did not move for this long loses its name
+
+    def validate(self) -> list[str]:
+        errors = []
+        if not 0 < self.timeout_seconds <= 60:
+            errors.append("timeout_seconds: must be in (0, 60]")
+        if self.max_response_bytes < 1024:
+            errors.append("max_response_bytes: must be at least 1024")
+        if not self.tenant_labels:
+            errors.append("tenant_labels: must name at least one label")
+        for name in self.tenant_labels:
+            if name is typed_loader.INVALID:  # an ill-typed item, already reported by the loader
+                continue
+            if not _label(name):
+                errors.append(f"tenant_labels: {_quote(name)} is not a label name")
+            elif name in SECRET_LABELS:
+                errors.append(f"tenant_labels: {_quote(name)} carries a key or token, never a tenant name")
+        if not 1 <= self.max_tenants_per_model <= 10000:
+            errors.append("max_tenants_per_model: must be in [1, 10000]")
+        if not 60 <= self.tenant_idle_seconds <= 30 * 86400:  # also false for NaN
+            errors.append("tenant_idle_seconds: must be in [60, 2592000]")
+        return errors
+
+
 @dataclass(frozen=True)
 class Gpu:
     enabled: Literal["auto", "true", "false"] = "auto"  # auto: on when NVML loads
@@ -283,6 +351,7 @@ class Cost:
 @dataclass(frozen=True)
 class Config:
     engines: Engines = field(default_factory=Engines)
+    gateways: Gateways = field(default_factory=Gateways)
     gpu: Gpu = field(default_factory=Gpu)
     cluster: Cluster = field(default_factory=Cluster)
     cost: Cost = field(default_factory=Cost)

@@ -5,6 +5,7 @@ One row per collector, in the order the role runs them (and exposes their famili
     name                 role     enabled by                              built from
     engine_discovery     node     engines.kubernetes_discovery.enabled    exporter.engines.kubernetes
     engines              node     (always)                                exporter.engines.collector
+    gateways             node     (always; none without gateways.targets) exporter.gateways.collector
     replica_first_token  node     engines.kubernetes_discovery.enabled    exporter.replicas.collector
     gpu                  node     gpu.enabled (auto or true)              exporter.gpu.collector (gpu, gpu_pods)
     cluster              cluster  (always)                                exporter.kube.collector
@@ -101,6 +102,12 @@ def _engines(w: Wiring) -> list[Collector]:
     return [EngineCollector(w.config.engines, _discovered(w).targets, observers=observers)]
 
 
+def _gateways(w: Wiring) -> list[Collector]:
+    from exporter.gateways.collector import GatewayCollector
+
+    return [GatewayCollector(w.config.gateways)]
+
+
 def _replica_first_token(w: Wiring) -> list[Collector]:
     return [_first_tokens(w)]
 
@@ -192,6 +199,7 @@ DISCOVERY = "engines.kubernetes_discovery.enabled"
 TABLE: tuple[Entry, ...] = (
     Entry("engine_discovery", "node", DISCOVERY, _engine_discovery, help="engine pods on this node"),
     Entry("engines", "node", None, _engines, help="engine targets, mapped to llm_*"),
+    Entry("gateways", "node", None, _gateways, help="gateway targets: tokens and spend per tenant"),
     Entry(
         "replica_first_token",
         "node",

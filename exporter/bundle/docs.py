@@ -13,6 +13,7 @@ from exporter.engines.table import behind_flags, render_table
 OUT = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 SECTIONS = {
     "engine": "Engine (node role)",
+    "gateway": "Gateway (node role)",
     "gpu": "GPU (node role)",
     "cluster": "Cluster (cluster role)",
     "exporter": "Exporter",

@@ -6,11 +6,12 @@ Domain modules (`engine`, `gpu`, `cluster`, `exporter_self`) declare their specs
 
 from __future__ import annotations
 
-from exporter.catalogue import audit, cluster, engine, exporter_self, gpu, replicas, routes, watchdog
+from exporter.catalogue import audit, cluster, engine, exporter_self, gateway, gpu, replicas, routes, watchdog
 from exporter.catalogue.spec import MetricSpec, MetricType, Stability
 
 ALL: tuple[MetricSpec, ...] = (
     *engine.METRICS,
+    *gateway.METRICS,
     *gpu.METRICS,
     *cluster.METRICS,
     *routes.METRICS,

@@ -25,11 +25,17 @@ class FetchError(Exception):
 
 
 def get(
-    url: str, *, timeout: float, max_bytes: int, accept: str = "text/plain", auth: tuple[str, str] | None = None
+    url: str,
+    *,
+    timeout: float,
+    max_bytes: int,
+    accept: str = "text/plain",
+    auth: tuple[str, str] | None = None,
+    bearer: str | None = None,
 ) -> bytes:
     """The body of a 200 answer to GET `url`, within `timeout` seconds overall and `max_bytes`; `auth`, a
     (username, password), is sent as basic auth (an engine target's, from its URL's userinfo or a password
-    file: the URL passed here carries none)."""
+    file: the URL passed here carries none); `bearer`, a token, as a bearer (a gateway's key)."""
     deadline = time.monotonic() + timeout
     parts = urlsplit(url)
     conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
@@ -38,6 +44,8 @@ def get(
     headers = {"Accept": accept, "User-Agent": "llm-exporter"}
     if auth is not None:
         headers["Authorization"] = "Basic " + base64.b64encode(":".join(auth).encode()).decode()
+    elif bearer is not None:
+        headers["Authorization"] = f"Bearer {bearer}"
     try:
         try:
             conn.request("GET", path, headers=headers)

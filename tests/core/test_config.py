@@ -40,7 +40,7 @@ def test_every_bad_key_is_reported_at_once() -> None:
         "engines.targets[1].labels.team: only 'namespace' and 'pod' are allowed",
         "gpu.enabled: must be one of auto, true, false, got 'maybe'",
         "cluster.page_size: must be positive",
-        "extra: unknown key (known: cluster, cost, engines, gpu)",
+        "extra: unknown key (known: cluster, cost, engines, gateways, gpu)",
     ]
 
 

@@ -45,9 +45,9 @@ def built(role: str, cfg: config.Config, kubeconfig: str | None, flags: dict[str
 
 
 def test_every_role_runs_its_rows_in_table_order_by_its_config_switches() -> None:
-    assert names("node", config.Config()) == ["engines", "gpu"]
-    assert names("node", EVERYTHING) == ["engine_discovery", "engines", "replica_first_token", "gpu"]
-    assert names("node", config.parse("gpu: {enabled: false}")) == ["engines"]
+    assert names("node", config.Config()) == ["engines", "gateways", "gpu"]
+    assert names("node", EVERYTHING) == ["engine_discovery", "engines", "gateways", "replica_first_token", "gpu"]
+    assert names("node", config.parse("gpu: {enabled: false}")) == ["engines", "gateways"]
     assert names("cluster", config.Config()) == ["cluster", "routes", "replicas", "audit", "prices"]
     assert names("cluster", EVERYTHING) == ["cluster", "routes", "replicas", "audit", "watchdog", "prices"]
     off = config.parse("cluster: {routes: {enabled: false}, replicas: {enabled: false}, audit: {enabled: false}}")
@@ -70,6 +70,7 @@ def test_the_built_collectors_are_the_rows_and_share_their_sources(
     assert built("node", EVERYTHING, kubeconfig) == [
         "engine_discovery",
         "engines",
+        "gateways",
         "replica_first_token",
         "gpu",
         "gpu_pods",
@@ -84,7 +85,7 @@ def test_the_built_collectors_are_the_rows_and_share_their_sources(
 
 
 def test_flags_override_the_config_switches_either_way() -> None:
-    assert names("node", config.Config(), {"gpu": False, "engines": False}) == []
+    assert names("node", config.Config(), {"gpu": False, "engines": False, "gateways": False}) == []
     assert names("cluster", config.Config(), {"routes": False, "audit": False}) == ["cluster", "replicas", "prices"]
     off = config.parse("cluster: {routes: {enabled: false}}")
     assert names("cluster", off, {"routes": True}) == ["cluster", "routes", "replicas", "audit", "prices"]
@@ -93,14 +94,16 @@ def test_flags_override_the_config_switches_either_way() -> None:
     cfg, _ = roles.resolve("node", config.Config(), {"gpu": True})
     assert cfg.gpu.enabled == "auto"  # a switch already on is left as it is
     # turning off one of two rows of one switch leaves the other on
-    assert names("node", EVERYTHING, {"replica_first_token": False}) == ["engine_discovery", "engines", "gpu"]
+    assert names("node", EVERYTHING, {"replica_first_token": False}) == [
+        "engine_discovery", "engines", "gateways", "gpu",
+    ]  # fmt: skip
 
 
 def test_a_row_turned_on_brings_its_switch_and_a_row_without_its_needs_is_off() -> None:
     assert names("node", config.Config(), {"replica_first_token": True}) == [
-        "engine_discovery", "engines", "replica_first_token", "gpu",
+        "engine_discovery", "engines", "gateways", "replica_first_token", "gpu",
     ]  # fmt: skip
-    assert names("node", EVERYTHING, {"engine_discovery": False}) == ["engines", "gpu"]
+    assert names("node", EVERYTHING, {"engine_discovery": False}) == ["engines", "gateways", "gpu"]
     with pytest.raises(ValueError, match=r"--collector\.replica_first_token: needs the engine_discovery collector"):
         roles.resolve("node", EVERYTHING, {"engine_discovery": False, "replica_first_token": True})
 

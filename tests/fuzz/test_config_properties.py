@@ -339,7 +339,7 @@ TOO_LONG = "<int too large to write out>"
         (HEX, f"config: expected a mapping, got int {TOO_LONG}"),
         (
             f"? {HEX}\n: 1\n",
-            f"{TOO_LONG}: unknown key (known: cluster, cost, engines, gpu)",
+            f"{TOO_LONG}: unknown key (known: cluster, cost, engines, gateways, gpu)",
         ),  # `? `: a key > 1024 chars
         (f"gpu: {{enabled: {HEX}}}", f"gpu.enabled: must be one of auto, true, false, got {TOO_LONG}"),
         (
