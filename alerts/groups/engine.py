@@ -182,8 +182,7 @@ def alerts(t: Thresholds) -> list[Alert]:
             for_=t.series_dropped_for,
             severity="warning",
             summary=(
-                "{{ $labels.namespace }}/{{ $labels.pod }} loses {{ $value }} series per scrape "
-                "({{ $labels.reason }})."
+                "{{ $labels.namespace }}/{{ $labels.pod }} loses {{ $value }} series per scrape ({{ $labels.reason }})."
             ),
             description=(
                 "The exporter drops this engine's series past a cap (series_limit, label_too_long) or repeated "

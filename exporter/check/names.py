@@ -85,7 +85,6 @@ def other_producer(table: EngineTable, name: str) -> str | None:
     return OTHER_PRODUCERS.get(table.engine, {}).get(name)
 
 
-
 def label_flag(table: EngineTable, matchers: Iterable[Matcher]) -> Finding | None:
     """A matcher that selects a label the engine writes only with a flag (`priority="high"`), or None."""
     engine = registry.ENGINES.get(table.engine)
