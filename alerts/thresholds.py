@@ -52,6 +52,15 @@ class Thresholds:
     ttft_burn_rates: tuple[BurnRate, ...] = BURN_RATES
     ttft_slo_min_rate: float = 0.05  # requests/s over 1 h (3 a minute) below which the SLO alerts stay silent
     ttft_burn_for: str = "2m"
+    # The objectives the SLO generators add (exporter/bundle/slo.py: Sloth and Pyrra objects over the same 30-day
+    # budget and burn-rate windows; the bundle's own burn-rate alerts cover time to first token only):
+    # `itl_slo_objective` of token gaps within `itl_slo_seconds` (a bucket bound of the ITL histogram), and
+    # `error_slo_objective` of finished requests not ending with one of `error_slo_reasons`
+    itl_slo_seconds: float = 0.2
+    itl_slo_objective: float = 0.99
+    error_slo_objective: float = 0.999
+    error_slo_reasons: tuple[str, ...] = ("abort", "error")
+    slo_period: str = "30d"  # the error budget's window, which the burn-rate factors assume
     # Queue and engine
     queue_waiting: float = 5
     queue_for: str = "2m"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the real peers the test suite runs against, each from a pinned Go module (tools/peers/*/go.mod):
 # Prometheus 3 and promtool, Alertmanager, etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
-# kubectl, kwok, helm, Thanos and actionlint (which lints .github/workflows). Binaries go to
+# kubectl, kwok, helm, Thanos, actionlint (which lints .github/workflows), Sloth (SLO specs) and go-jsonnet
+# (the mixin). Binaries go to
 # $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
 # a stamp per module (the hash of its go.mod and go.sum) makes a second run a no-op.
 # Only development needs this; running the exporter needs none of it. Go 1.26+ is taken from PATH or,
@@ -35,6 +36,8 @@ declare -A packages=(
   [helm]="helm.sh/helm/v4/cmd/helm"
   [actionlint]="github.com/rhysd/actionlint/cmd/actionlint"
   [thanos]="github.com/thanos-io/thanos/cmd/thanos"
+  [sloth]="github.com/slok/sloth/cmd/sloth"
+  [jsonnet]="github.com/google/go-jsonnet/cmd/jsonnet"
 )
 kube_version=$(sed -n 's/^require k8s.io\/kubernetes v//p' tools/peers/kubernetes/go.mod)
 # Prometheus 3.x.y is published as module version v0.3xx.y (3.16.0 is v0.316.0)
@@ -44,6 +47,7 @@ am_version=$(sed -n 's/^require github.com\/prometheus\/alertmanager v//p' tools
 helm_version=$(sed -n 's/^require helm.sh\/helm\/v4 //p' tools/peers/helm/go.mod)
 thanos_version=$(sed -n 's/^require github.com\/thanos-io\/thanos v//p' tools/peers/thanos/go.mod)
 actionlint_version=$(sed -n 's/^require github.com\/rhysd\/actionlint v//p' tools/peers/actionlint/go.mod)
+sloth_version=$(sed -n 's/^require github.com\/slok\/sloth v//p' tools/peers/sloth/go.mod)
 declare -A ldflags=(
   [kubernetes]="-X k8s.io/component-base/version.gitVersion=v$kube_version -X k8s.io/component-base/version.gitMajor=${kube_version%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
   [prometheus]="-X github.com/prometheus/common/version.Version=$prom_version"
@@ -51,6 +55,7 @@ declare -A ldflags=(
   [helm]="-X helm.sh/helm/v4/internal/version.version=$helm_version -X helm.sh/helm/v4/internal/version.gitTreeState=clean"
   [thanos]="-X github.com/prometheus/common/version.Version=$thanos_version"
   [actionlint]="-X github.com/rhysd/actionlint.version=$actionlint_version"
+  [sloth]="-X github.com/slok/sloth/internal/info.Version=v$sloth_version"
 )
 # Thanos' go.mod asks for a newer Go than ensure-go.sh provides: the go command fetches this toolchain
 # (from the module proxy, checked against the checksum database) for that module only
@@ -59,7 +64,7 @@ declare -A toolchain=([thanos]=go1.27.3)
 # slice-backed labels, not the default string-backed ones)
 declare -A tags=([thanos]=netgo,slicelabels)
 # cheapest first, so a test run that only needs Prometheus has it soonest
-order=(etcd actionlint alertmanager prometheus kwok helm kubernetes thanos)
+order=(etcd actionlint jsonnet sloth alertmanager prometheus kwok helm kubernetes thanos)
 only=("$@")
 
 # Alertmanager's module embeds its web UI from ui/app/dist, which upstream builds with npm and which the

@@ -33,14 +33,25 @@ def _seconds(window: str) -> int:
     return int(window[:-1]) * unit
 
 
+def latency_error_ratio(histogram: str, seconds: float, window: str) -> str:
+    """The share of the observations of `histogram` above the bucket bound `seconds` over `window`, per model
+    (the SLO generators of exporter/bundle/slo.py write the same expression for Sloth)."""
+    good = f'{histogram}_bucket{{le="{bucket_bound(seconds)}"}}'
+    rate_all = f"sum by ({MODEL}) (rate({histogram}_count[{window}]))"
+    rate_good = f"sum by ({MODEL}) (rate({good}[{window}]))"
+    # no traffic in the window: no sample (not NaN), so a silent model neither burns nor recovers budget
+    return f"1 - {rate_good} / ({rate_all} > 0)"
+
+
 def recordings(t: Thresholds) -> list[Recording]:
-    good = f'llm_time_to_first_token_seconds_bucket{{le="{bucket_bound(t.ttft_slo_seconds)}"}}'
-    out = []
-    for window in slo_windows(t):
-        rate_all = f"sum by ({MODEL}) (rate(llm_time_to_first_token_seconds_count[{window}]))"
-        rate_good = f"sum by ({MODEL}) (rate({good}[{window}]))"
-        # no traffic in the window: no sample (not NaN), so a silent model neither burns nor recovers budget
-        out.append(Recording(slo_error_ratio(window), GROUP, f"1 - {rate_good} / ({rate_all} > 0)"))
+    out = [
+        Recording(
+            slo_error_ratio(window),
+            GROUP,
+            latency_error_ratio("llm_time_to_first_token_seconds", t.ttft_slo_seconds, window),
+        )
+        for window in slo_windows(t)
+    ]
     out.append(
         Recording(
             "llm:ttft_requests:rate1h",

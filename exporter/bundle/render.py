@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from exporter.bundle import cluster, options, shipped, write
+from exporter.bundle import cluster, options, shipped, slo, slo_indicators, write
 from exporter.promql.cluster import DEFAULT_LABEL, label_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,6 +152,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
             files[f"{GENERATED}/prometheusrule.yaml"], DEFAULT_LABEL
         )
         files[f"{MULTI_CLUSTER}/dashboard-configmap.yaml"] = dashboard_configmap(clustered_configmap)
+        files.update(slo_files(root))
     # the package's copy, for `--out` where the sources are not installed (exporter/bundle/shipped.py)
     rules, manifest, grafana = ALERT_FILES
     files[f"{shipped.FOLDER}/{rules}"] = files["alerts/llm-exporter.rules.yaml"]
@@ -160,6 +161,15 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
     for name, text in configmap.items():
         files[f"{shipped.FOLDER}/{shipped.DASHBOARDS}/{name}"] = text
     return files
+
+
+def slo_files(root: Path = ROOT) -> dict[str, str]:
+    """deploy/slo/: the Sloth specs and Pyrra objects of the thresholds, per engine (exporter/bundle/slo.py)."""
+    from alerts.thresholds import DEFAULT
+
+    from exporter.engines.registry import ENGINES
+
+    return slo.files(DEFAULT, list(ENGINES.values()), slo_indicators.load_buckets(root))
 
 
 def drifted(root: Path = ROOT, render: Callable[[Path], dict[str, str]] = outputs) -> list[str]:
