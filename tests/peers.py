@@ -28,6 +28,8 @@ MODULES = {
     "helm": "helm",
     "thanos": "thanos",
     "actionlint": "actionlint",
+    "sloth": "sloth",
+    "jsonnet": "jsonnet",
 }
 _lock = threading.Lock()
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import yaml
 
-from exporter.bundle import cluster, options, shipped, slo, slo_indicators, write
+from exporter.bundle import cluster, mixin, options, shipped, slo, slo_indicators, write
 from exporter.promql.cluster import DEFAULT_LABEL, label_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,6 +153,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
         )
         files[f"{MULTI_CLUSTER}/dashboard-configmap.yaml"] = dashboard_configmap(clustered_configmap)
         files.update(slo_files(root))
+        files.update(mixin_files(configmap))
     # the package's copy, for `--out` where the sources are not installed (exporter/bundle/shipped.py)
     rules, manifest, grafana = ALERT_FILES
     files[f"{shipped.FOLDER}/{rules}"] = files["alerts/llm-exporter.rules.yaml"]
@@ -170,6 +171,16 @@ def slo_files(root: Path = ROOT) -> dict[str, str]:
     from exporter.engines.registry import ENGINES
 
     return slo.files(DEFAULT, list(ENGINES.values()), slo_indicators.load_buckets(root))
+
+
+def mixin_files(dashboards: dict[str, str]) -> dict[str, str]:
+    """mixin/generated/: the rules with the mixin's placeholder selector, the alert thresholds, the dashboards."""
+    from alerts import formats, rules
+    from alerts.thresholds import DEFAULT
+
+    t = dataclasses.replace(DEFAULT, selector=mixin.SELECTOR)
+    thresholds = {a.name: (a.op, a.threshold) for a in rules.alerts(t) if a.threshold is not None}
+    return mixin.files(formats.rule_groups(t), thresholds, dashboards)
 
 
 def drifted(root: Path = ROOT, render: Callable[[Path], dict[str, str]] = outputs) -> list[str]:
