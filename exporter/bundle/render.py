@@ -167,7 +167,6 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
 def slo_files(root: Path = ROOT) -> dict[str, str]:
     """deploy/slo/: the Sloth specs and Pyrra objects of the thresholds, per engine (exporter/bundle/slo.py)."""
     from alerts.thresholds import DEFAULT
-
     from exporter.engines.registry import ENGINES
 
     return slo.files(DEFAULT, list(ENGINES.values()), slo_indicators.load_buckets(root))

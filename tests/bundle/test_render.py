@@ -44,6 +44,20 @@ EXPECTED = {
     "exporter/bundle/data/prometheusrule.yaml",
     "exporter/bundle/data/grafana-alert-rules.json",
     "exporter/bundle/data/dashboards/llm-inference-overview.json",
+    # the SLO objects per engine (tests/bundle/test_slo.py) and the mixin's data (tests/bundle/test_mixin.py)
+    *(
+        f"deploy/slo/{tool}/{engine}.yaml"
+        for tool in ("sloth", "pyrra")
+        for engine in ("vllm", "sglang", "trtllm", "lmdeploy")
+    ),
+    "deploy/slo/README.md",
+    "mixin/generated/rules.json",
+    "mixin/generated/rules-clustered.json",
+    "mixin/generated/thresholds.json",
+    "mixin/generated/dashboards/llm-inference-overview.json",
+    "mixin/generated/dashboards-clustered/llm-inference-overview.json",
+    "mixin/generated/dashboards.libsonnet",
+    "mixin/generated/dashboards-clustered.libsonnet",
 }
 ALERT_FILES = ["llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-rules.json"]
 

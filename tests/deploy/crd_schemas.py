@@ -88,3 +88,9 @@ def validate(obj: dict[str, Any]) -> None:
     """Raise jsonschema.ValidationError (or KeyError for a kind not listed) for a custom resource."""
     schema = SCHEMAS[(obj.get("apiVersion", ""), obj.get("kind", ""))]
     jsonschema.validate(obj, schema)
+
+
+def schemas_of(crd: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The closed schema of each served version of a CRD that is not among tests/fixtures/crds/ (which a real
+    API server gets installed), keyed by (apiVersion, kind)."""
+    return _from_crd(crd)

@@ -1,0 +1,182 @@
+"""The SLO objects of deploy/slo/: Sloth 0.16.0 (tools/peers/sloth) validates the specs and generates from them
+rules whose SLI is the bundle's own (the error ratio of its llm-inference.slo recording rules, for the engine) with
+the bundle's objective and burn-rate windows; the Pyrra objects fit Pyrra's CRD; a threshold between bucket bounds
+is rounded down with a note; an engine without the histogram is refused with the reason."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from alerts import formats
+from alerts.recordings.slo import slo_windows
+from alerts.thresholds import DEFAULT
+from exporter.bundle import render, slo, slo_indicators
+from exporter.engines.registry import ENGINES
+from tests.deploy import crd_schemas
+from tests.peers import peer
+
+ROOT = render.ROOT
+SLO = ROOT / slo.FOLDER
+PYRRA_CRD = ROOT / "tests/fixtures/pyrra/pyrra.dev_servicelevelobjectives.json"
+BUCKETS = slo_indicators.load_buckets(ROOT)
+ENGINE_LIST = list(ENGINES.values())
+# Sloth's alert condition: `max(slo:sli_error:ratio_rate<window>{...} > (<factor> * <budget>)) without (sloth_window)`
+_SLOTH_PAIR = re.compile(r"slo:sli_error:ratio_rate(\w+)\{[^}]*\} > \(([\d.]+) \* ([\d.]+)\)")
+_BUNDLE_PAIR = re.compile(r"llm:ttft_slo_error_ratio:rate(\w+) > ([\d.]+)")
+
+
+def _sloth(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([peer("sloth"), *args, "--no-log"], capture_output=True, text=True, check=False)
+
+
+def _generated(spec: Path) -> dict[str, Any]:
+    done = _sloth("generate", "-i", str(spec))
+    assert done.returncode == 0, done.stderr
+    out: dict[str, Any] = yaml.safe_load(done.stdout)
+    return out
+
+
+def _bundle_rules() -> dict[str, str]:
+    data = yaml.safe_load((ROOT / "alerts/llm-exporter.rules.yaml").read_text(encoding="utf-8"))
+    return {r.get("record") or r["alert"]: r["expr"] for g in data["groups"] for r in g["rules"]}
+
+
+def _rules(generated: dict[str, Any], slo_name: str) -> list[dict[str, Any]]:
+    return [r for g in generated["groups"] if g["name"].endswith(f"-{slo_name}") for r in g["rules"]]
+
+
+def test_sloth_validates_every_spec() -> None:
+    done = _sloth("validate", "-i", str(SLO / "sloth"))
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert sorted(p.name for p in (SLO / "sloth").glob("*.yaml")) == [
+        "lmdeploy.yaml",
+        "sglang.yaml",
+        "trtllm.yaml",
+        "vllm.yaml",
+    ]
+
+
+def test_sloth_refuses_a_broken_spec(tmp_path: Path) -> None:
+    """The validation is real: the same spec with an objective over 100 fails."""
+    spec = yaml.safe_load((SLO / "sloth/vllm.yaml").read_text(encoding="utf-8"))
+    spec["slos"][0]["objective"] = 120
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
+    assert _sloth("validate", "-i", str(tmp_path)).returncode != 0
+
+
+def test_sloth_rules_are_the_bundle_slo_for_vllm() -> None:
+    """Same error ratio expression (the bundle's recording rule, with the engine matcher), same windows, same
+    objective, same burn-rate pairs (long, short, factor × budget, severity) as LLMTimeToFirstTokenBudgetBurn*."""
+    generated = _generated(SLO / "sloth/vllm.yaml")
+    rules = _rules(generated, "time-to-first-token")
+    bundle = _bundle_rules()
+    ratios = {
+        r["labels"]["sloth_window"]: r["expr"]
+        for r in rules
+        if r.get("record") == "slo:sli_error:ratio_rate" + r["labels"].get("sloth_window", "")
+    }
+    assert set(slo_windows(DEFAULT)) <= set(ratios)
+    for window in slo_windows(DEFAULT):
+        ours = bundle[f"llm:ttft_slo_error_ratio:rate{window}"].replace(
+            'job="llm-exporter"', 'job="llm-exporter", engine="vllm"'
+        )
+        assert ratios[window] == f"({ours})"
+    objective = next(r["expr"] for r in rules if r.get("record") == "slo:objective:ratio")
+    assert objective == f"vector({DEFAULT.ttft_slo_objective})"
+    sloth_pairs: set[tuple[str, float, str]] = set()
+    for r in rules:
+        if "alert" in r:
+            windows = [(w, round(float(f) * float(b), 6)) for w, f, b in _SLOTH_PAIR.findall(r["expr"])]
+            assert len(windows) % 2 == 0 and windows
+            sloth_pairs.update((w, v, r["labels"]["severity"]) for w, v in windows)
+    bundle_pairs: set[tuple[str, float, str]] = set()
+    for name, severity in (
+        ("LLMTimeToFirstTokenBudgetBurn", "critical"),
+        ("LLMTimeToFirstTokenBudgetBurnSlow", "warning"),
+    ):
+        bundle_pairs.update((w, float(v), severity) for w, v in _BUNDLE_PAIR.findall(bundle[name]))
+    assert sloth_pairs == bundle_pairs
+    assert len(bundle_pairs) == 2 * len(DEFAULT.ttft_burn_rates)
+
+
+def test_sloth_rules_of_a_rounded_objective_read_the_bound_below() -> None:
+    """SGLang's buckets have no 2.5: its objective reads le="2.0", the bundle's expression at that bound."""
+    rules = _rules(_generated(SLO / "sloth/sglang.yaml"), "time-to-first-token")
+    bundle = render_rule(dataclasses.replace(DEFAULT, ttft_slo_seconds=2.0), "llm:ttft_slo_error_ratio:rate1h")
+    ours = bundle.replace('job="llm-exporter"', 'job="llm-exporter", engine="sglang"')
+    assert next(r["expr"] for r in rules if r["labels"].get("sloth_window") == "1h" and "record" in r) == f"({ours})"
+    text = (SLO / "sloth/sglang.yaml").read_text(encoding="utf-8")
+    assert "# ttft: 2.5s is not a bucket bound of sglang:time_to_first_token_seconds" in text
+    assert "measured at 2s (stricter)" in yaml.safe_load(text.split("\n", 1)[1])["slos"][0]["description"]
+
+
+def render_rule(t: Any, name: str) -> str:
+    return str(next(r["expr"] for g in formats.rule_groups(t) for r in g["rules"] if r.get("record") == name))
+
+
+@pytest.mark.parametrize("path", sorted((SLO / "pyrra").glob("*.yaml")), ids=lambda p: p.name)
+def test_pyrra_objects_fit_the_crd(path: Path) -> None:
+    schema = crd_schemas.schemas_of(json.loads(PYRRA_CRD.read_text(encoding="utf-8")))[
+        ("pyrra.dev/v1alpha1", "ServiceLevelObjective")
+    ]
+    objects = slo.objects(path.read_text(encoding="utf-8"))
+    assert objects
+    for obj in objects:
+        jsonschema.validate(obj, schema)
+    broken = {**objects[0], "spec": {**objects[0]["spec"], "indicator": {"latency": {"total": {"metric": "x"}}}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_pyrra_objects_describe_the_same_sli() -> None:
+    (ttft, itl, errors) = slo.objects((SLO / "pyrra/vllm.yaml").read_text(encoding="utf-8"))
+    latency = ttft["spec"]["indicator"]["latency"]
+    assert (
+        latency["success"]["metric"]
+        == 'llm_time_to_first_token_seconds_bucket{job="llm-exporter", engine="vllm", le="2.5"}'
+    )
+    assert latency["total"]["metric"] == 'llm_time_to_first_token_seconds_count{job="llm-exporter", engine="vllm"}'
+    assert latency["grouping"] == ["namespace", "model"]
+    assert (ttft["spec"]["target"], ttft["spec"]["window"]) == ("99", "30d")
+    assert itl["spec"]["indicator"]["latency"]["success"]["metric"].endswith('le="0.2"}')
+    assert errors["spec"]["indicator"]["ratio"]["errors"]["metric"].endswith('finished_reason=~"abort|error"}')
+    assert errors["spec"]["target"] == "99.9"
+
+
+def _indicator(engine: str, sli: str, t: Any = DEFAULT) -> slo_indicators.Indicator:
+    return next(i for i in slo.indicators(t, [ENGINES[engine]], BUCKETS) if i.sli == sli)
+
+
+def test_engines_without_the_histogram_are_refused_with_the_reason() -> None:
+    assert (
+        _indicator("tgi", "ttft").refused
+        == "no llm_time_to_first_token_seconds source: TGI exposes no time to first token"
+    )
+    assert _indicator("llamacpp", "itl").refused.startswith("no llm_inter_token_latency_seconds source")
+    assert "not recorded" in _indicator("trtllm", "ttft").refused
+    assert "no finished_reason" in _indicator("tgi", "errors").refused
+    readme = (SLO / "README.md").read_text(encoding="utf-8")
+    assert "| TGI | time-to-first-token | refused | | no llm_time_to_first_token_seconds source" in readme
+    assert not (SLO / "sloth/tgi.yaml").exists() and not (SLO / "sloth/llamacpp.yaml").exists()
+
+
+def test_thresholds_between_bounds_round_down_with_a_note_and_below_all_are_refused() -> None:
+    on = _indicator("vllm", "itl")
+    assert (on.bound, on.note) == (0.2, "")
+    between = _indicator("vllm", "itl", dataclasses.replace(DEFAULT, itl_slo_seconds=0.22))
+    assert between.bound == 0.2
+    assert between.note.startswith("0.22s is not a bucket bound of vllm:time_per_output_token_seconds")
+    assert "between 0.2s and 0.3s" in between.note
+    below = _indicator("sglang", "ttft", dataclasses.replace(DEFAULT, ttft_slo_seconds=0.05))
+    assert below.refused.startswith("0.05s is below the lowest bucket bound 0.1s")
+    files = slo.files(dataclasses.replace(DEFAULT, itl_slo_seconds=0.22), ENGINE_LIST, BUCKETS)
+    assert "# itl: 0.22s is not a bucket bound" in files["deploy/slo/sloth/vllm.yaml"]
