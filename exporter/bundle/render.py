@@ -161,7 +161,15 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
     files[f"{shipped.FOLDER}/{grafana}"] = files["alerts/grafana-alert-rules.json"]
     for name, text in configmap.items():
         files[f"{shipped.FOLDER}/{shipped.DASHBOARDS}/{name}"] = text
+    for name, text in slo_out(files).items():
+        files[f"{shipped.FOLDER}/{shipped.SLO}/{name}"] = text
     return files
+
+
+def slo_out(files: dict[str, str]) -> dict[str, str]:
+    """What `--slo --out` writes, by file name: deploy/slo/'s files, `sloth-<engine>.yaml`, `pyrra-<engine>.yaml`."""
+    prefix = slo.FOLDER + "/"
+    return {rel.removeprefix(prefix).replace("/", "-"): text for rel, text in files.items() if rel.startswith(prefix)}
 
 
 def slo_files(root: Path = ROOT) -> dict[str, str]:
@@ -240,6 +248,11 @@ def out_files(
     return files
 
 
+def _slo_files(root: Path | None) -> dict[str, str]:
+    """`--slo --out`: rendered from the checkout `root`, or (None) the shipped copy."""
+    return shipped.slo_files() if root is None else slo_out(slo_files(root))
+
+
 def checkout_problem(root: Path) -> str:
     """Why `root` is not a source checkout to render from ("" when it is one)."""
     if not root.is_dir():
@@ -289,6 +302,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"write only the alert files ({', '.join(ALERT_FILES)}) into DIR, not the repository's generated files "
         "(all of them or, on an error, none); works from the installed exporter too",
+    )
+    parser.add_argument(
+        "--slo",
+        action="store_true",
+        help="with --out: write the SLO objects instead (Sloth specs sloth-<engine>.yaml, Pyrra objects "
+        "pyrra-<engine>.yaml and README.md, as in deploy/slo/; see docs/slo.md)",
     )
     parser.add_argument(
         "--runbook-url",
@@ -351,6 +370,13 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--cluster-label needs --out DIR: the generated files in the repository are single-cluster")
     if uid is not None and out is None:
         return _usage("--datasource-uid needs --out DIR: the generated files in the repository keep uid prometheus")
+    if getattr(args, "slo", False):
+        if out is None:
+            return _usage("--slo needs --out DIR: the repository's SLO objects are in deploy/slo/")
+        if url is not None or label is not None or uid is not None:
+            return _usage(
+                "--slo writes the SLO objects only; it takes no --runbook-url, --cluster-label or --datasource-uid"
+            )
     if out is not None and args.check:
         return _usage("--check compares the repository's generated files; it takes no --out")
     root, error = _source(args)
@@ -358,7 +384,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage(error)
     if out is not None:
         try:
-            files = out_files(root, url, label, uid)
+            files = _slo_files(root) if getattr(args, "slo", False) else out_files(root, url, label, uid)
         except ModuleNotFoundError as e:
             return _missing_module(root or ROOT, e)
         try:

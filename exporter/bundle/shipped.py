@@ -18,6 +18,7 @@ FOLDER = "exporter/bundle/data"
 # What `--out` writes: the alert files, under the names of the generated ones
 ALERT_FILES = ("llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-rules.json")
 DASHBOARDS = "dashboards"  # data/dashboards/: by the file name the dashboard ConfigMap gives each
+SLO = "slo"  # data/slo/: the SLO objects of deploy/slo/, by the file name `render --slo --out` gives each
 
 
 def alert_files() -> dict[str, str]:
@@ -30,6 +31,13 @@ def dashboards() -> dict[str, str]:
     """The shipped dashboards by file name, as generated."""
     folder = resources.files("exporter.bundle").joinpath("data", DASHBOARDS)
     entries = sorted((e for e in folder.iterdir() if e.name.endswith(".json")), key=lambda e: e.name)
+    return {e.name: e.read_text(encoding="utf-8") for e in entries}
+
+
+def slo_files() -> dict[str, str]:
+    """The shipped SLO objects by file name (`render --slo --out`)."""
+    folder = resources.files("exporter.bundle").joinpath("data", SLO)
+    entries = sorted((e for e in folder.iterdir() if e.name.endswith((".yaml", ".md"))), key=lambda e: e.name)
     return {e.name: e.read_text(encoding="utf-8") for e in entries}
 
 

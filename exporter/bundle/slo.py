@@ -190,7 +190,8 @@ def summary(t: Thresholds, inds: Sequence[Indicator], names: Mapping[str, str]) 
     return (
         head
         + "\n# SLO objects (Sloth and Pyrra)\n\nOne Sloth service spec (`sloth/<engine>.yaml`) and one set of Pyrra "
-        "ServiceLevelObjectives (`pyrra/<engine>.yaml`) per engine that serves at least one SLO; see docs/slo.md.\n\n"
+        "ServiceLevelObjectives (`pyrra/<engine>.yaml`) per engine that serves at least one SLO (`llm-exporter "
+        "render --slo --out DIR` writes them as `sloth-<engine>.yaml` and `pyrra-<engine>.yaml`); see docs/slo.md.\n\n"
         + "\n".join(rows)
         + "\n"
     )

@@ -21,6 +21,7 @@ from alerts.thresholds import RUNBOOK_URL
 from exporter.bundle import options, render, shipped, write
 from tests import golden
 
+SLO_ENGINES = ("vllm", "sglang", "trtllm", "lmdeploy")  # the engines that serve at least one SLO
 EXPECTED = {
     "dashboards/overview.json",
     "alerts/llm-exporter.rules.yaml",
@@ -51,6 +52,8 @@ EXPECTED = {
         for engine in ("vllm", "sglang", "trtllm", "lmdeploy")
     ),
     "deploy/slo/README.md",
+    *(f"exporter/bundle/data/slo/{tool}-{engine}.yaml" for tool in ("sloth", "pyrra") for engine in SLO_ENGINES),
+    "exporter/bundle/data/slo/README.md",
     "mixin/generated/rules.json",
     "mixin/generated/rules-clustered.json",
     "mixin/generated/thresholds.json",

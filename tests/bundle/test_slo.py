@@ -5,6 +5,7 @@ is rounded down with a note; an engine without the histogram is refused with the
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import re
@@ -19,7 +20,7 @@ import yaml
 from alerts import formats
 from alerts.recordings.slo import slo_windows
 from alerts.thresholds import DEFAULT
-from exporter.bundle import render, slo, slo_indicators
+from exporter.bundle import render, shipped, slo, slo_indicators
 from exporter.engines.registry import ENGINES
 from tests.deploy import crd_schemas
 from tests.peers import peer
@@ -180,3 +181,14 @@ def test_thresholds_between_bounds_round_down_with_a_note_and_below_all_are_refu
     assert below.refused.startswith("0.05s is below the lowest bucket bound 0.1s")
     files = slo.files(dataclasses.replace(DEFAULT, itl_slo_seconds=0.22), ENGINE_LIST, BUCKETS)
     assert "# itl: 0.22s is not a bucket bound" in files["deploy/slo/sloth/vllm.yaml"]
+
+
+def test_render_slo_out_writes_the_objects_from_a_checkout_and_from_the_package(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    render.add_arguments(parser)
+    assert render.run(parser.parse_args(["--slo", "--out", str(tmp_path / "out")])) == 0
+    written = {p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "out").iterdir()}
+    assert written["sloth-vllm.yaml"] == (SLO / "sloth/vllm.yaml").read_text(encoding="utf-8")
+    assert written["pyrra-sglang.yaml"] == (SLO / "pyrra/sglang.yaml").read_text(encoding="utf-8")
+    assert written == shipped.slo_files()  # what an installed exporter writes
+    assert render.run(parser.parse_args(["--slo"])) == 2
