@@ -21,6 +21,7 @@ from alerts import formats
 from alerts.recordings.slo import slo_windows
 from alerts.thresholds import DEFAULT
 from exporter.bundle import render, shipped, slo, slo_indicators
+from exporter.catalogue import engine as m
 from exporter.engines.registry import ENGINES
 from tests.deploy import crd_schemas
 from tests.peers import peer
@@ -192,3 +193,17 @@ def test_render_slo_out_writes_the_objects_from_a_checkout_and_from_the_package(
     assert written["pyrra-sglang.yaml"] == (SLO / "pyrra/sglang.yaml").read_text(encoding="utf-8")
     assert written == shipped.slo_files()  # what an installed exporter writes
     assert render.run(parser.parse_args(["--slo"])) == 2
+
+
+def test_every_recorded_bucket_list_names_a_mapped_family_and_its_sources() -> None:
+    specs = {spec.name: spec for spec in (m.TIME_TO_FIRST_TOKEN, m.INTER_TOKEN_LATENCY)}
+    for engine, histograms in BUCKETS.items():
+        if engine == "_meta":
+            continue
+        for name, entry in histograms.items():
+            assert entry["family"] in ENGINES[engine].sources[specs[name]], (engine, name)
+            assert entry["bounds"] == sorted(entry["bounds"]) and entry["bounds"]
+            for source in entry["sources"]:
+                assert re.fullmatch(r"[\w.-]+/[\w.-]+", source["repo"]) and re.fullmatch(
+                    r"[0-9a-f]{40}", source["commit"]
+                )
