@@ -154,6 +154,15 @@ def test_the_installed_render_writes_what_the_checkout_renders(installed: Path, 
     assert done.stdout == "[None, None]\n"
 
 
+def test_the_installed_render_writes_the_slo_objects_of_the_checkout(installed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "slo"
+    done = run(installed, "render", "--slo", "--out", str(out), cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    expected = bundle.slo_out(bundle.slo_files(bundle.ROOT))
+    assert {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()} == expected
+    assert {"sloth-vllm.yaml", "pyrra-vllm.yaml", "README.md"} <= set(expected)
+
+
 def test_the_installed_render_needs_a_checkout_to_regenerate(installed: Path, tmp_path: Path) -> None:
     for args in ((), ("--check",)):
         done = run(installed, "render", *args, cwd=tmp_path)
