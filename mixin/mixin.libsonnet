@@ -37,10 +37,16 @@ local clusterPlaceholder = 'llm_mixin_cluster_label_placeholder';
     if x == std.floor(x) then std.toString(x)
     else [s for s in [std.format('%%.%dg' % p, x) for p in std.range(1, 17)] if std.parseJson(s) == x][0],
 
+  local unknown = [name for name in std.objectFields(config.thresholds) if !std.objectHas(defaultThresholds, name)],
+  local value(name) = if std.objectHas(config.thresholds, name) then config.thresholds[name] else defaultThresholds[name],
+
   local threshold(rule) =
+    assert std.length(unknown) == 0 :
+           '_config.thresholds: no alert compares with a threshold under the name(s) ' + std.join(', ', unknown) +
+           ' (the names are those of mixin/generated/thresholds.json)';
     if std.objectHas(rule, 'alert') && std.objectHas(rules.thresholded, rule.alert) then
       local t = rules.thresholded[rule.alert];
-      t.query + ' ' + t.op + ' ' + number(config.thresholds[rule.alert])
+      t.query + ' ' + t.op + ' ' + number(value(rule.alert))
     else rule.expr,
 
   local group(g) = g { rules: [r { expr: scoped(threshold(r)) } for r in g.rules] },

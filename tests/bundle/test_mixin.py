@@ -83,3 +83,19 @@ def test_selector_and_thresholds_are_configurable(selector: str) -> None:
     # a selector with other matchers keeps them: the SLO recording reads its bucket
     slo = mixin["rules"]["groups"][0]["rules"][0]["expr"]
     assert f'llm_time_to_first_token_seconds_bucket{{{selector + ", " if selector else ""}le="2.5"}}' in slo
+
+
+def test_a_threshold_under_no_alert_name_is_an_error_naming_it() -> None:
+    code = (
+        '((import "mixin/mixin.libsonnet") + { _config+:: { thresholds: { LLMKVCacheNearlyFul: 0.9 } } })'
+        ".prometheusAlerts"
+    )
+    done = subprocess.run([peer("jsonnet"), "-e", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert done.returncode != 0
+    assert "no alert compares with a threshold under the name(s) LLMKVCacheNearlyFul" in done.stderr
+
+
+def test_thresholds_given_without_plus_keep_the_other_defaults() -> None:
+    mixin = _evaluate("{ thresholds: { LLMKVCacheNearlyFull: 0.9 } }")
+    assert _expr(mixin, "LLMKVCacheNearlyFull").endswith(" > 0.9")
+    assert _expr(mixin, "LLMRequestQueueBacklog").endswith(" > 5")
