@@ -207,3 +207,79 @@ def test_every_recorded_bucket_list_names_a_mapped_family_and_its_sources() -> N
                 assert re.fullmatch(r"[\w.-]+/[\w.-]+", source["repo"]) and re.fullmatch(
                     r"[0-9a-f]{40}", source["commit"]
                 )
+
+
+def _series(engine: str, late: int, reasons: dict[str, int]) -> list[dict[str, str]]:
+    """80 minutes of one replica: 100 first tokens a minute, `late` of them over 2.5s; finished requests a minute
+    by reason."""
+    where = f'job="llm-exporter",namespace="demo",pod="{engine}-0",engine="{engine}",model="m",dp_rank="0"'
+    out = [
+        {"series": f'llm_time_to_first_token_seconds_bucket{{{where},le="2.5"}}', "values": f"0+{100 - late}x80"},
+        {"series": f"llm_time_to_first_token_seconds_count{{{where}}}", "values": "0+100x80"},
+    ]
+    out += [
+        {"series": f'llm_requests_finished_total{{{where},finished_reason="{r}"}}', "values": f"0+{n}x80"}
+        for r, n in reasons.items()
+    ]
+    return out
+
+
+def test_sloth_rules_and_the_bundle_rules_agree_in_promtool(tmp_path: Path) -> None:
+    """Sloth's generated rules beside the bundle's, on the same series in promtool: the same error ratio over every
+    window, and the same alerts firing (page and ticket) or none."""
+    done = _sloth("generate", "-i", str(SLO / "sloth/vllm.yaml"), "-o", str(tmp_path / "sloth.yaml"))
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "bundle.yaml").write_text((ROOT / "alerts/llm-exporter.rules.yaml").read_text(encoding="utf-8"))
+    same = [
+        {
+            "expr": f'max by (namespace, model) (slo:sli_error:ratio_rate{w}{{sloth_slo="time-to-first-token"}})'
+            f" - llm:ttft_slo_error_ratio:rate{w}",
+            "eval_time": "80m",
+            "exp_samples": [{"labels": '{namespace="demo", model="m"}', "value": 0}],
+        }
+        for w in slo_windows(DEFAULT)
+    ]
+    firing = 'count by (alertname, severity) (ALERTS{alertstate="firing", alertname=~"LLMTimeToFirstToken.*"})'
+    burning = [
+        {"labels": f'{{alertname="{name}", severity="{severity}"}}', "value": 1}
+        for name in ("LLMTimeToFirstTokenBudgetBurn", "LLMTimeToFirstTokenSLO")
+        for severity in ("critical", "warning")
+        if name != "LLMTimeToFirstTokenBudgetBurn" or severity == "critical"
+    ] + [{"labels": '{alertname="LLMTimeToFirstTokenBudgetBurnSlow", severity="warning"}', "value": 1}]
+    errors = {
+        "expr": 'max by (namespace, model) (slo:sli_error:ratio_rate5m{sloth_slo="errors"})',
+        "eval_time": "30m",
+        "exp_samples": [{"labels": '{namespace="demo", model="m"}', "value": 0.05}],
+    }
+    tests = {
+        "rule_files": ["bundle.yaml", "sloth.yaml"],
+        "evaluation_interval": "30s",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": _series("vllm", 50, {"stop": 90, "length": 5, "abort": 3, "error": 2}),
+                "promql_expr_test": [*same, errors, {"expr": firing, "eval_time": "70m", "exp_samples": burning}],
+            },
+            {  # no late token and no failure: nothing fires
+                "interval": "1m",
+                "input_series": _series("vllm", 0, {"stop": 100, "abort": 0, "error": 0}),
+                "promql_expr_test": [{"expr": firing, "eval_time": "70m", "exp_samples": []}],
+            },
+            {  # another engine's series are not this SLO's
+                "interval": "1m",
+                "input_series": _series("sglang", 50, {}),
+                "promql_expr_test": [
+                    {
+                        "expr": 'slo:sli_error:ratio_rate5m{sloth_slo="time-to-first-token"}',
+                        "eval_time": "30m",
+                        "exp_samples": [],
+                    }
+                ],
+            },
+        ],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests, sort_keys=False), encoding="utf-8")
+    done = subprocess.run(
+        [peer("promtool"), "test", "rules", str(tmp_path / "tests.yaml")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
