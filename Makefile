@@ -6,7 +6,7 @@ PY := .venv/bin/python
 setup:
 	@bash scripts/setup.sh
 
-## The real peers of the test suite (Prometheus 3, Alertmanager, etcd, Kubernetes, kwok, helm, Thanos, actionlint), built once from
+## The real peers of the test suite (Prometheus 3, Alertmanager, etcd, Kubernetes, kwok, helm, Thanos, actionlint, Sloth, jsonnet), built once from
 ## pinned Go modules into ~/.cache/llm-inference-exporter/bin. Development only; needs a Go toolchain.
 peers:
 	@bash scripts/build-peers.sh
