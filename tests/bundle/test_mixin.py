@@ -46,10 +46,12 @@ def render_args(out: Path, *args: str) -> argparse.Namespace:
     return parser.parse_args(["--out", str(out), *args])
 
 
-def test_single_cluster_mixin_is_the_rule_file() -> None:
+def test_single_cluster_mixin_is_the_rule_file(tmp_path: Path) -> None:
     mixin = _evaluate()
     rule_file = yaml.safe_load((ROOT / "alerts/llm-exporter.rules.yaml").read_text(encoding="utf-8"))
     assert _groups(mixin) == rule_file["groups"]
+    files = _rendered(tmp_path / "out")
+    assert _groups(mixin) == yaml.safe_load(files["prometheusrule.yaml"])["spec"]["groups"]
     assert all("record" in r for g in mixin["rules"]["groups"] for r in g["rules"])
     assert all("alert" in r for g in mixin["alerts"]["groups"] for r in g["rules"])
     dashboard = json.loads((ROOT / "dashboards/overview.json").read_text(encoding="utf-8"))
