@@ -283,3 +283,23 @@ def test_sloth_rules_and_the_bundle_rules_agree_in_promtool(tmp_path: Path) -> N
         [peer("promtool"), "test", "rules", str(tmp_path / "tests.yaml")], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_pyrra_metrics_are_selectors_prometheus_parses(tmp_path: Path) -> None:
+    metrics = [
+        part["metric"]
+        for path in sorted((SLO / "pyrra").glob("*.yaml"))
+        for obj in slo.objects(path.read_text(encoding="utf-8"))
+        for indicator in obj["spec"]["indicator"].values()
+        for key, part in indicator.items()
+        if key != "grouping"
+    ]
+    rules = {
+        "groups": [{"name": "pyrra", "rules": [{"record": f"pyrra:m{i}", "expr": e} for i, e in enumerate(metrics)]}]
+    }
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules), encoding="utf-8")
+    done = subprocess.run(
+        [peer("promtool"), "check", "rules", str(tmp_path / "rules.yaml")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(metrics) == 2 * 8  # vLLM 3 objects, SGLang 2, trtllm-serve 1, LMDeploy 2; two metrics each
