@@ -247,6 +247,23 @@ def test_odd_cluster_shapes_are_notes_or_defaults(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(rs))
     rc, found, err = _found(path)
     assert rc == 1, err
+    at = "spec.serveConfigV2 applications[llms].args.llm_configs[0]"
+    assert (
+        f"{at}.deployment_config.autoscaling_config is not a mapping: read as unset; "
+        f"{at}.deployment_config.num_replicas 'two' is not a count: read as 1"
+    ) in err
     # neither a count nor a mapping: read as Ray Serve's default of one fixed replica
     assert found[("RayService", "ray-serve-llm")]["fixed-replicas"][0] == "fail"
     assert found[("RayService", "ray-serve-llm")]["round-robin-routing"][0] == "n/a"
+
+
+def test_num_replicas_auto_is_ray_serves_autoscaler(tmp_path: Path) -> None:
+    rs = _serve(_sample(), _config(num_replicas="auto"))
+    path = tmp_path / "rs.yaml"
+    path.write_text(yaml.safe_dump(rs))
+    rc, out, err = audit("-f", str(path), "--output", "json")
+    records = {r["check"]: (r["status"], r["detail"]) for r in json.loads(out)}
+    assert rc == 1, err
+    assert records["fixed-replicas"] == ("pass", "scaled by ray-serve ray-serve-llm:qwen")
+    assert records["autoscaler-cooldown-short"][0] == "pass"  # downscale_delay_s 600 by default
+    assert "note" not in err

@@ -24,8 +24,9 @@ Cited from github.com/ray-project/kuberay at tag v1.7.0 (59d663aeec13760646da3db
 
 And from github.com/ray-project/ray (python/ray/serve/config.py `AutoscalingConfig`, _private/constants.py):
 `autoscaling_config` scales on ongoing requests per replica (`target_ongoing_requests`), `min_replicas` 1,
-`max_replicas` 1 and `downscale_delay_s` 600 by default; without it a deployment runs `num_replicas` (1 by
-default, doc/source/serve/configure-serve-deployment.md); requests are routed by
+`max_replicas` 1 and `downscale_delay_s` 600 by default (`num_replicas: auto` autoscales with defaults of its
+own: read with these, its maximum unknown); without it a deployment runs `num_replicas` (1 by default,
+doc/source/serve/configure-serve-deployment.md); requests are routed by
 `PowerOfTwoChoicesRequestRouter` (`DEFAULT_REQUEST_ROUTER_PATH`), which sends each to the less loaded of
 two replicas, not through the Kubernetes Service.
 """
@@ -196,8 +197,11 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
         args = tuple(f for f in (_flag(k, v) for k, v in kwargs.items()) if f)
         pods = (ray_pod(where, group_name, engine_group, http, args), *others)
         deployment = as_dict(config.get("deployment_config"))
+        odd += _odd(config, deployment, f"spec.serveConfigV2 {at}")
         scaling = deployment.get("autoscaling_config")
         replicas = as_int(deployment.get("num_replicas"))
+        if deployment.get("num_replicas") == "auto" and not isinstance(scaling, dict):
+            scaling = {"max_replicas": None}  # Ray Serve's own autoscaling defaults; the maximum is not read
         if isinstance(scaling, dict):
             scaler = autoscaler(namespace, name, wname, model, scaling, source)
             scalers.append(scaler)
@@ -220,6 +224,19 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
     return Derived(tuple(workloads), tuple(scalers), note=note)
 
 
+def _odd(config: Mapping[str, Any], deployment: Mapping[str, Any], at: str) -> list[str]:
+    """What of one llm config cannot be read, each read as unset."""
+    odd = [f"{at}.{k} is not a mapping: read as unset" for k in ("engine_kwargs", "deployment_config")
+           if config.get(k) is not None and not isinstance(config.get(k), dict)]  # fmt: skip
+    scaling = deployment.get("autoscaling_config")
+    if scaling is not None and not isinstance(scaling, dict):
+        odd.append(f"{at}.deployment_config.autoscaling_config is not a mapping: read as unset")
+    count = deployment.get("num_replicas")
+    if count is not None and count != "auto" and as_int(count) is None:
+        odd.append(f"{at}.deployment_config.num_replicas {count!r} is not a count: read as {SERVE_NUM_REPLICAS}")
+    return odd
+
+
 def autoscaler(
     namespace: str, service: str, target: str, name: str, config: Mapping[str, Any], source: Source
 ) -> Autoscaler:
@@ -227,10 +244,11 @@ def autoscaler(
     low = as_int(config.get("min_replicas"))
     high = as_int(config.get("max_replicas"))
     low = SERVE_MIN_REPLICAS if low is None else low
+    most = None if "max_replicas" in config and config["max_replicas"] is None else max(high or SERVE_MAX_REPLICAS, low)
     delay = _number(config.get("downscale_delay_s"), SERVE_DOWNSCALE_DELAY_SECONDS)
     return Autoscaler(
         kind="ray-serve", namespace=namespace, name=f"{service}:{name}", target_kind="RayService",
-        target_name=target, min_replicas=low, max_replicas=max(SERVE_MAX_REPLICAS if high is None else high, low),
+        target_name=target, min_replicas=low, max_replicas=most,
         signals=("ray-serve:target_ongoing_requests",), scale_down_window=int(delay), cooldown=None,
         source=source,
     )  # fmt: skip
