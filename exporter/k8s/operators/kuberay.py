@@ -14,7 +14,7 @@ Cited from github.com/ray-project/kuberay at tag v1.7.0 (59d663aeec13760646da3db
   `ENABLE_PROBES_INJECTION=false`, and only where the template sets none: readiness after 10 s every 5 s,
   10 failures (a RayService worker's: 1 failure, and it also asks Ray Serve's proxy `-/healthz` on the
   `serve` port), liveness after 30 s every 5 s, 120 failures (constant.go:306-322); an HTTP `/api/healthz`
-  check for Ray 2.53.0 and later, a `wget` command before (pod.go:727-730); no startup probe;
+  check for Ray 2.53.0 and later, a `wget` command before (pod.go:721-730); no startup probe;
 - pod.go:855-861: a `/dev/shm` emptyDir in memory (`shared-mem`, sized by the container's memory) unless
   `rayStartParams` sets `plasma-directory`; no audit check reads it;
 - no preStop hook and no terminationGracePeriodSeconds are set anywhere in ray-operator/controllers (the
@@ -49,7 +49,7 @@ from exporter.k8s.workloads import Container, PodTemplate, Probe, Workload, cont
 RELEASE = "KubeRay v1.7.0"
 LLM_IMPORT = "ray.serve.llm:"
 SERVE_PORT = 8000  # utils/constant.go:110 DefaultServingPort
-HTTP_HEALTH_FROM = (2, 53, 0)  # pod.go:727-730 supportsUnifiedHealthCheck
+HTTP_HEALTH_FROM = (2, 53, 0)  # pod.go:721-730 supportsUnifiedHealthCheck
 WORKER_READINESS = Probe(10, 5, 1, "exec")  # the serve proxy's health joins the raylet's
 HEAD_READINESS = Probe(10, 5, 10, "exec")
 LIVENESS = Probe(30, 5, 120, "exec")
