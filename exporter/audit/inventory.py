@@ -104,6 +104,7 @@ def finish(inv: Inventory) -> None:
         inv.workloads += derived.workloads
         inv.around.workloads += derived.workloads
         inv.around.autoscalers += derived.autoscalers
+        inv.around.frontends += derived.frontends
         inv.around.services += [model.Service(n, name, Selector(sel)) for n, name, sel in derived.services]
         if derived.note:
             namespace, name = meta(obj, ns)[:2]

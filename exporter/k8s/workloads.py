@@ -161,6 +161,8 @@ class Workload:
     # a workload an operator generates from the resource the user edits (`kind`/`name` name that resource):
     # where each aspect is set there ("replicas": "spec.predictor.minReplicas"); "" where it cannot be set
     fields: dict[str, str] | None = field(default=None, compare=False)
+    # what routes requests among its replicas when the operator does (Ray Serve's router), not a Service
+    routed_by: str = field(default="", compare=False)
 
     @property
     def pod(self) -> PodTemplate:

@@ -27,6 +27,8 @@ def _waits(a: Autoscaler) -> list[tuple[str, float]]:
     if a.kind == "aibrix":  # KPA's delay is an annotation; APA's and the default are the controller's
         delay = duration_seconds(a.annotations.get(AIBRIX_DELAY, ""))
         return [(AIBRIX_DELAY, delay)] if delay is not None else []
+    if a.kind == "ray-serve":  # Ray Serve's autoscaling_config.downscale_delay_s (its default where unset)
+        return [("downscale_delay_s", a.scale_down_seconds)]
     waits: list[tuple[str, float]] = []
     if not a.scale_down_disabled:
         unset = " (default)" if a.scale_down_window is None else ""

@@ -32,6 +32,8 @@ def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     engine = ENGINES.get(subject.engine)
+    if engine is None and subject.engine:  # an operator's server that picks its engine itself (a NIM)
+        return unknown(f"{subject.engine} chooses its engine at start-up: the audit knows no context flag for it")
     if engine is None or not engine.context_args:
         return unknown("engine not recognised from the command or image: its context flag is unknown")
     found = context_limit(subject.engine, subject.engine_container)

@@ -29,6 +29,8 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     most = max_replicas(w, autoscalers_of(w, around))
     if most is not None and most <= 1:
         return na("one replica at most: nothing to balance")
+    if w.routed_by:  # the operator's own router picks the replica (e.g. Ray Serve's), whatever the Service
+        return ok(w.routed_by + " picks each request's replica")
     pools = pools_of(w, around)
     if pools:
         return ok("InferencePool " + ", ".join(p.name for p in pools) + " routes by queue and cache")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from exporter.k8s.fields import Source
-from exporter.k8s.operators import kaito, kserve
+from exporter.k8s.operators import kaito, kserve, kuberay, nim
 from exporter.k8s.operators.base import Derived, Refs
 
 # (obj, default namespace, where it came from, the referable objects of the input by kind) -> what it derives
@@ -26,9 +26,15 @@ Reader = Callable[[Mapping[str, Any], str, Source, Refs], Derived]
 READERS: dict[str, tuple[str, Reader]] = {
     "InferenceService": ("serving.kserve.io/", kserve.read),
     "Workspace": ("kaito.sh/", kaito.read),
+    "RayService": ("ray.io/", kuberay.read),
+    "NIMService": ("apps.nvidia.com/", nim.read),
 }
 # kinds a reader refers to, kept from the input (not audited themselves)
-REFERRED: dict[str, str] = {"ServingRuntime": "serving.kserve.io/", "ClusterServingRuntime": "serving.kserve.io/"}
+REFERRED: dict[str, str] = {
+    "ServingRuntime": "serving.kserve.io/",
+    "ClusterServingRuntime": "serving.kserve.io/",
+    "NIMCache": "apps.nvidia.com/",  # the model cache a NIMService mounts: nothing a check reads
+}
 
 
 def reader(obj: Mapping[str, Any]) -> Reader | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from exporter.k8s.autoscalers import Autoscaler
 from exporter.k8s.fields import as_dict, as_list
+from exporter.k8s.frontends import Frontend
 from exporter.k8s.workloads import Workload
 
 # the objects of the input a reader may refer to, by kind
@@ -22,6 +23,7 @@ class Derived:
     autoscalers: tuple[Autoscaler, ...] = ()
     services: tuple[tuple[str, str, dict[str, str]], ...] = ()  # (namespace, name, selector)
     note: str = ""
+    frontends: tuple[Frontend, ...] = ()  # the Ingresses and routes it makes
 
 
 def named(refs: Refs, kinds: Sequence[str], name: str, namespace: str) -> Mapping[str, Any] | None:
