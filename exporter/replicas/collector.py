@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from exporter.catalogue import engine as engine_spec
 from exporter.catalogue import replicas as spec
 from exporter.exposition import Family, render_labels
-from exporter.replicas import autoscalers, first_token, startup
+from exporter.replicas import autoscalers, first_token, model_info, startup
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.watched import Watching
 
@@ -58,6 +58,7 @@ class ReplicasCollector(Watching):
         return [
             *families(histograms, startup.replica_counts(pods, self._clock())),
             pod_info(pods),
+            model_info.family((p.namespace, p.name, p.model) for p in pods),
             *autoscaler_families(scalers),
         ]
 
