@@ -1,4 +1,5 @@
-"""The replica collectors: start-up histograms of engine pods, and their autoscalers.
+"""The replica collectors: start-up histograms of engine pods, what each serves (llm_model_info), and their
+autoscalers.
 
 - cluster role: the engine pods watched (the watch it shares with the routes collector, `engine_pods.py`),
   their scheduling and starting phases from the pods' own timestamps, which workload each pod belongs to,
