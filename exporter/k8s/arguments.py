@@ -54,7 +54,7 @@ def flag(found: list[str], names: Iterable[str]) -> tuple[str, str] | None:
             if not equals:
                 following = found[i + 1] if i + 1 < len(found) else ""
                 value = "" if following.startswith("-") else following
-            return name, value
+            return name, value.strip("\"'")  # `--flag='value'`: the shell removes the quotes
     return None
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import Any
 
 from exporter import userinfo
@@ -73,15 +74,20 @@ def _read(record: Engine, c: Container, label: str, words: list[str]) -> str:
     return variable[1] if variable is not None else ""
 
 
+@cache
+def _releases(engine: str) -> frozenset[str]:
+    try:
+        return frozenset(r.version for r in ENGINES[engine].releases().releases)
+    except (KeyError, OSError, ValueError):  # an engine without a release table
+        return frozenset()
+
+
 def engine_version(record: Engine, image: str) -> str:
     """The release the image's tag names, when the image is the engine's own and the tag one of its releases."""
     if image_engine(image) != record.name:
         return ""
     text = images.tag(image).removeprefix("v")
-    try:
-        known = {r.version for r in record.releases().releases}
-    except (KeyError, OSError, ValueError):  # an engine without a release table
-        return ""
+    known = _releases(record.name)
     for candidate in (text, text.partition("-")[0]):  # `v0.4.6.post1-cu124`: the release, then the build
         if candidate in known:
             return candidate
