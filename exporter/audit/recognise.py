@@ -29,7 +29,7 @@ scheduler, LoRA adapter syncers): a container whose image or arguments name a ro
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from exporter.engines.registry import ENGINES
@@ -110,17 +110,22 @@ def engine_container(w: Workload, how: Recognition = DEFAULT) -> Container | Non
     if opted is False:
         return None
     containers = [c for pod in w.pods for c in pod.containers]
-    for c in containers:
-        if container_engine(c):
-            return c
     labelled = (
         w.pod.labels.get("llm-d.ai/inferenceServing") == "true"
         or "model.aibrix.ai/name" in w.pod.labels
         or (how.selector is not None and how.selector.matches(w.pod.labels))
     )
-    if opted or labelled:
-        serving = [c for c in containers if not is_router(c)]
-        return serving[0] if serving else None
+    return serving_container(containers, bool(opted or labelled))
+
+
+def serving_container(containers: Sequence[Container], engine_pod: bool = True) -> Container | None:
+    """The first container an engine's command, image or port names; else, in a pod known to be an engine's
+    (opted in or selected), the first that is no router; else None."""
+    for c in containers:
+        if container_engine(c):
+            return c
+    if engine_pod:
+        return next((c for c in containers if not is_router(c)), None)
     return None
 
 

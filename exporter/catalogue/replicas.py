@@ -38,6 +38,28 @@ POD_INFO = _g(
     ("namespace", "pod", "workload"),
 )
 
+MODEL_INFO = _g(
+    "llm_model_info",
+    "1 per engine pod, naming what it serves as its pod spec and status say: the model, served model name, "
+    "revision, quantization, dtype and max_model_len arguments of its engine (vLLM, SGLang, TGI), its image and "
+    "the digest its container status says ran (else the one the image pins), and engine_version, the image tag "
+    'where it is one of the engine\'s releases. "" where the pod does not say.',
+    (
+        "namespace",
+        "pod",
+        "model",
+        "served_model_name",
+        "revision",
+        "image",
+        "image_digest",
+        "engine",
+        "engine_version",
+        "quantization",
+        "dtype",
+        "max_model_len",
+    ),
+)
+
 # The autoscaler (HPA, or the HPA a KEDA ScaledObject or an AIBrix PodAutoscaler drives) whose target is an
 # engine workload
 AUTOSCALER = (*WORKLOAD, "autoscaler", "kind")
@@ -66,6 +88,7 @@ METRICS: tuple[MetricSpec, ...] = (
     STARTING,
     STARTING_OLDEST,
     POD_INFO,
+    MODEL_INFO,
     AUTOSCALER_DESIRED,
     AUTOSCALER_CURRENT,
     AUTOSCALER_MIN,

@@ -1,7 +1,8 @@
 """Every verdict, in the order of the walk. A new verdict is its module in `verdicts/` plus one line here.
 
 `waiting.unexplained` is judged last although its stage is second: it reports the waits that no later stage
-explains, so it needs their findings.
+explains, so it needs their findings. `model_changed` comes after it: a change of checkpoint or image is context
+for a wait, not its explanation, so the unexplained wait is still reported beside it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from exporter.diagnose.verdicts import (
     kv_capacity,
     memory_bandwidth,
     metric_missing,
+    model_changed,
     pending,
     prefix_spread,
     queue_skew,
@@ -53,6 +55,7 @@ VERDICTS: tuple[Verdict, ...] = (
     route_timeout.VERDICT,
     route_buffering.VERDICT,
     waiting.VERDICT,
+    model_changed.VERDICT,
 )
 
 BY_ID = {v.id: v for v in VERDICTS}

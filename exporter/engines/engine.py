@@ -82,6 +82,14 @@ class Engine:
     # (context-oversized)
     context_args: tuple[str, ...] = ()
     context_env: tuple[str, ...] = ()
+    # what it serves, read from its pod spec for llm_model_info (`exporter.replicas.model_info`): a label of
+    # that metric → the spellings of its argument, then of its environment variable (the first set wins)
+    model_args: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    model_env: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # the command after which the model is the first positional argument (`vllm serve <model>`), or None
+    model_positional: re.Pattern[str] | None = None
+    # its documented served model name when none is given: the model argument itself (vLLM, SGLang)
+    served_name_is_model: bool = False
 
     def releases(self) -> Releases:
         """The per-release table (cached by its loader)."""

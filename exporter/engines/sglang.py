@@ -80,4 +80,15 @@ SPEC = Engine(
     image_words=("sglang",),
     command=re.compile(r"\bsglang\.launch_server\b|\bsglang\s+serve\b"),
     context_args=("--context-length",),
+    # python/sglang/srt/server_args.py ServerArgs.add_cli_args (`--model` is an alias of `--model-path`); not
+    # given, the served model name is the model path (ServerArgs.__post_init__)
+    model_args={
+        "model": ("--model-path", "--model"),
+        "served_model_name": ("--served-model-name",),
+        "revision": ("--revision",),
+        "quantization": ("--quantization",),
+        "dtype": ("--dtype",),
+        "max_model_len": ("--context-length",),
+    },
+    served_name_is_model=True,
 )

@@ -47,4 +47,20 @@ SPEC = Engine(
     # the total tokens, or the input cap the product chose (either one says the context was sized)
     context_args=("--max-total-tokens", "--max-input-tokens", "--max-input-length"),
     context_env=("MAX_TOTAL_TOKENS", "MAX_INPUT_TOKENS", "MAX_INPUT_LENGTH"),
+    # launcher/src/main.rs Args (clap: each argument also read from its environment variable); no served model
+    # name argument is read: left empty
+    model_args={
+        "model": ("--model-id",),
+        "revision": ("--revision",),
+        "quantization": ("--quantize",),
+        "dtype": ("--dtype",),
+        "max_model_len": ("--max-total-tokens",),
+    },
+    model_env={
+        "model": ("MODEL_ID",),
+        "revision": ("REVISION",),
+        "quantization": ("QUANTIZE",),
+        "dtype": ("DTYPE",),
+        "max_model_len": ("MAX_TOTAL_TOKENS",),
+    },
 )

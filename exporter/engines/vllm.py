@@ -142,6 +142,25 @@ def lora_max_adapters(samples: Sequence[tuple[Labels, float]]) -> list[tuple[Lab
 
 
 LABEL_RENAMES = {"model_name": "model", "engine": "dp_rank"}
+CONTEXT_ARGS = ("--max-model-len", "--max_model_len")
+
+
+def _spellings(flag: str) -> tuple[str, ...]:
+    """vLLM's argument parser (FlexibleArgumentParser) reads `_` in a flag's name as `-`: both spellings."""
+    return (flag, "--" + flag[2:].replace("-", "_")) if "-" in flag[2:] else (flag,)
+
+
+# the arguments llm_model_info reads (vllm/engine/arg_utils.py EngineArgs.add_cli_args; `vllm serve <model>`,
+# or `--model` for the api_server module). Not given, the served model name is the model (its help: "If not
+# specified, the model name will be the same as the `--model` argument")
+MODEL_ARGS = {
+    "model": ("--model",),
+    "served_model_name": _spellings("--served-model-name"),
+    "revision": ("--revision",),
+    "quantization": ("--quantization", "-q"),
+    "dtype": ("--dtype",),
+    "max_model_len": CONTEXT_ARGS,
+}
 RUST_FRONTEND = "rust_frontend"
 
 
@@ -170,6 +189,9 @@ SPEC = Engine(
     models_path="/v1/models",
     image_words=("vllm",),
     command=re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\b"),
-    context_args=("--max-model-len", "--max_model_len"),
+    context_args=CONTEXT_ARGS,
     context_env=("VLLM_MAX_MODEL_LEN",),
+    model_args=MODEL_ARGS,
+    model_positional=re.compile(r"\bvllm\s+serve\s+([^-\s]\S*)"),
+    served_name_is_model=True,
 )

@@ -1,4 +1,5 @@
-"""The replica collectors: start-up histograms of engine pods, and their autoscalers.
+"""The replica collectors: start-up histograms of engine pods, what each serves (llm_model_info), and their
+autoscalers.
 
 - cluster role: the engine pods watched (the watch it shares with the routes collector, `engine_pods.py`),
   their scheduling and starting phases from the pods' own timestamps, which workload each pod belongs to,
@@ -16,7 +17,7 @@ from typing import Any, Protocol
 from exporter.catalogue import engine as engine_spec
 from exporter.catalogue import replicas as spec
 from exporter.exposition import Family, render_labels
-from exporter.replicas import autoscalers, first_token, startup
+from exporter.replicas import autoscalers, first_token, model_info, startup
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.watched import Watching
 
@@ -58,6 +59,7 @@ class ReplicasCollector(Watching):
         return [
             *families(histograms, startup.replica_counts(pods, self._clock())),
             pod_info(pods),
+            model_info.family((p.namespace, p.name, p.model) for p in pods),
             *autoscaler_families(scalers),
         ]
 

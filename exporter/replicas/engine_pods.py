@@ -8,12 +8,13 @@ pod and drops every other pod.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from exporter.config import Cluster
 from exporter.k8s.selectors import parse_label_selector
 from exporter.kube.pods import pod_watch
-from exporter.replicas import autoscalers, startup
+from exporter.replicas import autoscalers, model_info, startup
 from exporter.replicas.collector import ReplicasCollector
 from exporter.sources.kube_reflector import ReflectorView
 from exporter.sources.kube_shared import shared
@@ -24,10 +25,13 @@ def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
     scrape = "" if selector else f"{config.engine_annotation_prefix}/scrape"
     chosen = parse_label_selector(selector) if selector else None
 
+    engine_annotation = f"{config.engine_annotation_prefix}/engine"
+
     def record(obj: dict[str, Any]) -> startup.PodStart | None:
         if chosen is not None and not chosen.matches((obj.get("metadata") or {}).get("labels") or {}):
             return None
-        return startup.pod_start(obj, scrape)
+        start = startup.pod_start(obj, scrape)
+        return None if start is None else replace(start, model=model_info.read(obj, engine_annotation))
 
     return pod_watch(api, page_size=config.page_size).view(record)
 

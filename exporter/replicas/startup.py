@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.pod_fields import condition_since, timestamp, workload_of
+from exporter.replicas.model_info import ModelInfo
 
 PHASES = ("scheduling", "starting")
 # seconds: a tiny model on a warm node starts in seconds, a 70B model pulling weights in tens of minutes
@@ -36,6 +37,7 @@ class PodStart:
     ready: float | None
     labels: tuple[tuple[str, str], ...] = ()  # for the Services that select the pod (routes)
     name: str = ""  # for llm_replica_pod_info: the engine series carry the pod's name, not its workload
+    model: ModelInfo = field(default_factory=ModelInfo)  # what it serves (llm_model_info), from its spec and status
 
 
 def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None:

@@ -7,6 +7,7 @@ import re
 from exporter.audit.base import Check, Outcome, Subject, fail, ok, unknown
 from exporter.audit.model import Surroundings
 from exporter.engines.registry import ENGINES
+from exporter.k8s import arguments
 from exporter.k8s.workloads import Container
 
 OVERSIZE_FACTOR = 4.0  # a limit this many times the tokens really used per request reserves cache for nothing
@@ -16,17 +17,14 @@ def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
     """(the argument or variable that sets it, the limit in tokens), None when the engine's default stands."""
     known = ENGINES.get(engine)
     flags, envs = (known.context_args, known.context_env) if known is not None else ((), ())
-    words = " ".join(c.argv).split()
-    for i, word in enumerate(words):
-        name, _, value = word.partition("=")
-        if name in flags:
-            text = value or (words[i + 1] if i + 1 < len(words) else "")
-            digits = re.match(r"\d+", text.strip("\"'"))
-            if digits:
-                return name, int(digits.group())
-    for name, value in c.env:
-        if name in envs and value.strip().isdigit():
-            return name, int(value)
+    given = arguments.flag(arguments.words(c), flags)
+    if given is not None:
+        digits = re.match(r"\d+", given[1])
+        if digits:
+            return given[0], int(digits.group())
+    variable = arguments.env_value(c, envs)
+    if variable is not None and variable[1].strip().isdigit():
+        return variable[0], int(variable[1])
     return None
 
 

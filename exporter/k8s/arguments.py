@@ -1,0 +1,69 @@
+"""A container's arguments and environment as the program receives them (pure), for the readers of an engine's
+flags: the audit's context limit and llm_model_info.
+
+- `$(VAR)` in the command and args is replaced with the container's variable `VAR`, as the kubelet does
+  (k8s.io/api core/v1 types.go Container.Args: "Variable references $(VAR_NAME) are expanded using the
+  container's environment. If a variable cannot be resolved, the reference in the input string will be
+  unchanged. Double $$ are reduced to a single $, which allows for escaping the $(VAR_NAME) syntax");
+- the command and args are read as words, also those of a `sh -c "…"` script, quotes removed;
+- a flag's value is `--flag=value` or `--flag value`; a value the shell or a template would fill in
+  (`$MODEL`, `${MODEL}`, `{{ .Values.model }}`, an unresolved `$(VAR)`) is not known here: None.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from exporter.k8s.workloads import Container
+
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_UNRESOLVED = re.compile(r"\$|\{\{|\}\}")
+
+
+def expand(text: str, env: Mapping[str, str]) -> str:
+    """`text` with each `$(VAR)` of a variable in `env` replaced by its value and `$$` reduced to `$`."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "$"
+        return env.get(name, match.group(0))
+
+    return _REFERENCE.sub(one, text)
+
+
+def words(c: Container) -> list[str]:
+    """The container's command and args, `$(VAR)` expanded, as words (a `sh -c` script's too), quotes removed."""
+    env = dict(c.env)
+    return [w.strip("\"'") for arg in c.argv for w in expand(arg, env).split() if w.strip("\"'")]
+
+
+def known(value: str) -> str | None:
+    """`value`, or None when something else fills it in at run time (a shell variable, a template)."""
+    return None if not value or _UNRESOLVED.search(value) else value
+
+
+def flag(found: list[str], names: Iterable[str]) -> tuple[str, str] | None:
+    """(the flag, its value) of the first of `names` in the words `found` (`--flag=value` or `--flag value`);
+    its value "" when it has none. None when none of them is given."""
+    wanted = set(names)
+    for i, word in enumerate(found):
+        name, equals, value = word.partition("=")
+        if name in wanted:
+            if not equals:
+                following = found[i + 1] if i + 1 < len(found) else ""
+                value = "" if following.startswith("-") else following
+            return name, value.strip("\"'")  # `--flag='value'`: the shell removes the quotes
+    return None
+
+
+def env_value(c: Container, names: Iterable[str]) -> tuple[str, str] | None:
+    """(the variable, its value) of the first of `names` the container sets, or None."""
+    wanted = set(names)
+    earlier: dict[str, str] = {}  # a variable's value expands the variables defined before it
+    for name, value in c.env:
+        if name in wanted:
+            return name, expand(value, earlier)
+        earlier[name] = expand(value, earlier)
+    return None
