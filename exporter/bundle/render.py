@@ -10,6 +10,8 @@ many clusters (Thanos Query and the like), each series with the external label N
 vector match keeps NAME (exporter/promql/cluster.py), and DIR gets the dashboards too, with a cluster
 variable every query filters on. Without it the output is the single-cluster one, byte for byte.
 `--datasource-uid UID` puts the Grafana-managed rules' queries on the Prometheus data source of that uid.
+`--perses` (with `--out`) adds the dashboards as Perses `Dashboard` and `PersesDashboard` resources, converted
+from the Grafana JSON written beside them (exporter/bundle/perses.py), clustered when the Grafana ones are.
 
 In a source checkout `--out` renders from the sources; an installed package, which has no sources, renders
 the same files from the rendering it ships (exporter/bundle/shipped.py). DIR gets every file or none
@@ -31,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from exporter.bundle import cluster, options, shipped, write
+from exporter.bundle import cluster, options, perses, shipped, write
 from exporter.promql.cluster import DEFAULT_LABEL, label_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +53,8 @@ CLUSTER_PLACEHOLDER = "llm_exporter_cluster_label_placeholder"
 CLUSTERED = f"{CHART_FILES}/clustered"
 # The kustomize example for many clusters: the alert rules and dashboards rendered for `cluster`
 MULTI_CLUSTER = "deploy/examples/multi-cluster/generated"
+# The kustomize component that adds the dashboards as a PersesDashboard (Cluster Observability Operator)
+PERSES_COMPONENT = "deploy/components/perses/generated"
 
 
 @contextmanager
@@ -134,6 +138,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
             clustered_configmap[f"llm-inference-{name}"] = cluster.dashboard(text, DEFAULT_LABEL)
             files[f"{CHART_FILES}/dashboards/llm-inference-{name}"] = text
             files[f"{CLUSTERED}/dashboards/llm-inference-{name}"] = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
+            files.update(perses_outputs(source.name.removesuffix(DASHBOARD_SUFFIX), text))
         files["alerts/llm-exporter.rules.yaml"] = formats.rule_file()
         files[f"{CHART_FILES}/llm-exporter.rules.yaml"] = files["alerts/llm-exporter.rules.yaml"]
         files[f"{CLUSTERED}/llm-exporter.rules.yaml"] = cluster.rule_file(
@@ -160,6 +165,20 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
     for name, text in configmap.items():
         files[f"{shipped.FOLDER}/{shipped.DASHBOARDS}/{name}"] = text
     return files
+
+
+def perses_outputs(stem: str, text: str) -> dict[str, str]:
+    """The Perses twins of the Grafana dashboard `text` (from dashboards/`stem`.dashboard.py): the plain
+    Dashboard beside the Grafana JSON, the dashboard spec the chart wraps (single- and many-cluster) and the
+    kustomize component's PersesDashboard."""
+    name = f"llm-inference-{stem}.yaml"
+    clustered = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
+    return {
+        f"dashboards/{stem}.perses.yaml": perses.dump(perses.dashboard_of(text)),
+        f"{CHART_FILES}/perses/{name}": perses.dump(perses.dashboard_of(text)["spec"]),
+        f"{CLUSTERED}/perses/{name}": perses.dump(perses.dashboard_of(clustered)["spec"]),
+        f"{PERSES_COMPONENT}/{name}": perses.dump(perses.persesdashboard(perses.dashboard_of(text))),
+    }
 
 
 def drifted(root: Path = ROOT, render: Callable[[Path], dict[str, str]] = outputs) -> list[str]:
@@ -198,25 +217,36 @@ def alert_files(
     return files
 
 
-def dashboard_files(root: Path, cluster_label: str) -> dict[str, str]:
-    """The dashboards by the file name the ConfigMap gives them, with a cluster variable on `cluster_label`."""
+def dashboard_files(root: Path, cluster_label: str | None) -> dict[str, str]:
+    """The dashboards by the file name the ConfigMap gives them, with a cluster variable on `cluster_label`
+    (None: as generated)."""
     with _importable(root):
         out = {}
         for source in sorted((root / "dashboards").glob("*" + DASHBOARD_SUFFIX)):
             name = "llm-inference-" + source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
-            out[name] = cluster.dashboard(dashboard_json(_load_dashboard(source)), cluster_label)
+            text = dashboard_json(_load_dashboard(source))
+            out[name] = text if cluster_label is None else cluster.dashboard(text, cluster_label)
     return out
 
 
 def out_files(
-    root: Path | None, url: str | None, cluster_label: str | None, datasource_uid: str | None
+    root: Path | None,
+    url: str | None,
+    cluster_label: str | None,
+    datasource_uid: str | None,
+    with_perses: bool = False,
 ) -> dict[str, str]:
-    """What `--out` writes: rendered from the sources of the checkout `root`, or (None) from the shipped files."""
+    """What `--out` writes: rendered from the sources of the checkout `root`, or (None) from the shipped files;
+    `with_perses`: the dashboards' Perses twins too."""
     if root is None:
-        return shipped.out_files(url, cluster_label, datasource_uid)
+        return shipped.out_files(url, cluster_label, datasource_uid, with_perses)
     files = alert_files(root, url, cluster_label, datasource_uid)
-    if cluster_label is not None:
-        files.update(dashboard_files(root, cluster_label))
+    if cluster_label is not None or with_perses:
+        dashboards = dashboard_files(root, cluster_label)
+        if cluster_label is not None:
+            files.update(dashboards)
+        if with_perses:
+            files.update(perses.out_files(dashboards))
     return files
 
 
@@ -292,6 +322,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --out: the uid of your Prometheus data source in Grafana, which every query of "
         "grafana-alert-rules.json reads (default: prometheus; the dashboards choose theirs with a variable)",
     )
+    parser.add_argument(
+        "--perses",
+        action="store_true",
+        help="with --out: also write the dashboards for Perses, converted from the Grafana ones: "
+        "NAME.perses.yaml (a Perses Dashboard, for percli apply) and NAME.persesdashboard.yaml (a "
+        "perses.dev/v1alpha1 PersesDashboard, for the Perses operator and the Cluster Observability Operator)",
+    )
 
 
 def _usage(message: str) -> int:
@@ -325,12 +362,15 @@ def run(args: argparse.Namespace) -> int:
     url: str | None = getattr(args, "runbook_url", None)
     label: str | None = getattr(args, "cluster_label", None)
     uid: str | None = getattr(args, "datasource_uid", None)
+    with_perses: bool = getattr(args, "perses", False)
     if url is not None and out is None:
         return _usage("--runbook-url needs --out DIR: the generated files in the repository keep relative links")
     if label is not None and out is None:
         return _usage("--cluster-label needs --out DIR: the generated files in the repository are single-cluster")
     if uid is not None and out is None:
         return _usage("--datasource-uid needs --out DIR: the generated files in the repository keep uid prometheus")
+    if with_perses and out is None:
+        return _usage("--perses needs --out DIR: the repository's Perses files are written with the others")
     if out is not None and args.check:
         return _usage("--check compares the repository's generated files; it takes no --out")
     root, error = _source(args)
@@ -338,9 +378,11 @@ def run(args: argparse.Namespace) -> int:
         return _usage(error)
     if out is not None:
         try:
-            files = out_files(root, url, label, uid)
+            files = out_files(root, url, label, uid, with_perses)
         except ModuleNotFoundError as e:
             return _missing_module(root or ROOT, e)
+        except perses.ConversionError as e:
+            return _usage(f"--perses: {e}")
         try:
             written = write.write_files(out, files)
         except write.OutError as e:
