@@ -44,6 +44,11 @@ EXPECTED = {
     "exporter/bundle/data/prometheusrule.yaml",
     "exporter/bundle/data/grafana-alert-rules.json",
     "exporter/bundle/data/dashboards/llm-inference-overview.json",
+    # the dashboards' Perses twins (tests/bundle/test_perses.py): plain, for the chart (both ways), kustomize
+    "dashboards/overview.perses.yaml",
+    "charts/llm-inference-exporter/files/perses/llm-inference-overview.yaml",
+    "charts/llm-inference-exporter/files/clustered/perses/llm-inference-overview.yaml",
+    "deploy/components/perses/generated/llm-inference-overview.yaml",
 }
 ALERT_FILES = ["llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-rules.json"]
 
