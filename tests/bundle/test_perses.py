@@ -6,6 +6,7 @@ it; `render --out DIR --perses` writes the same files from a checkout and from t
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,7 +99,7 @@ def test_the_persesdashboard_wraps_the_same_spec() -> None:
     )
     assert wrapped["spec"] == plain["spec"]
     assert perses.persesdashboard(plain, "perses.dev/v1alpha2")["spec"] == {"config": plain["spec"]}
-    with pytest.raises(perses.ConversionError, match="'perses.dev/v1beta1': one of perses.dev/v1alpha1"):
+    with pytest.raises(perses.ConversionError, match=re.escape("'perses.dev/v1beta1': one of perses.dev/v1alpha1")):
         perses.persesdashboard(plain, "perses.dev/v1beta1")
 
 
@@ -106,14 +107,15 @@ def test_the_persesdashboard_wraps_the_same_spec() -> None:
 
 
 def panel(kind: str = "timeseries", **fields: Any) -> dict[str, Any]:
-    base = {"type": kind, "title": "Queue", "gridPos": {"x": 0, "y": 1, "w": 12, "h": 8}}
+    base: dict[str, Any] = {"type": kind, "title": "Queue", "gridPos": {"x": 0, "y": 1, "w": 12, "h": 8}}
     base["targets"] = [{"refId": "A", "expr": "sum(llm_requests_waiting)", "legendFormat": "{{model}}"}]
     return {**base, **fields}
 
 
 def convert(*panels: dict[str, Any], variables: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
     grafana = {"uid": "u", "title": "T", "panels": list(panels), "templating": {"list": list(variables)}}
-    return perses.dashboard(grafana)["spec"]
+    spec: dict[str, Any] = perses.dashboard(grafana)["spec"]
+    return spec
 
 
 def test_a_row_is_a_grid_with_its_panels_placed_within_it() -> None:
@@ -281,7 +283,7 @@ def list_variable(name: str, hidden: bool, plugin: dict[str, Any]) -> dict[str, 
     ],
 )
 def test_what_has_no_mapping_is_an_error_naming_it(grafana: dict[str, Any], message: str) -> None:
-    with pytest.raises(perses.ConversionError, match=message.replace("(", r"\(")):
+    with pytest.raises(perses.ConversionError, match=re.escape(message)):
         convert(grafana)
     variable = {"type": "query", "name": "x", "query": "query_result(up)"}
     with pytest.raises(perses.ConversionError, match="variable 'x': query 'query_result"):
@@ -315,10 +317,9 @@ def test_render_out_perses_writes_the_files(tmp_path: Path) -> None:
     done = llm_exporter("--out", str(tmp_path), "--perses")
     assert (done.returncode, done.stderr) == (0, "")
     assert (tmp_path / "llm-inference-overview.perses.yaml").read_text(encoding="utf-8") == GENERATED[PLAIN]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-rules.json"]
-        + ["llm-inference-overview.perses.yaml", "llm-inference-overview.persesdashboard.yaml"]
-    )
+    alerts = ["llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-rules.json"]
+    twins = ["llm-inference-overview.perses.yaml", "llm-inference-overview.persesdashboard.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*alerts, *twins])
 
 
 def test_perses_without_out_is_a_usage_error() -> None:
