@@ -3,15 +3,16 @@ threshold is read from the Grafana JSON, so the two cannot drift apart.
 
 `dashboard` gives Perses' own `kind: Dashboard` (`percli apply -f`); `persesdashboard` wraps its spec as the
 Perses operator's `PersesDashboard` resource, `perses.dev/v1alpha1` (`spec` is the dashboard spec: what the
-Cluster Observability Operator serves) or `perses.dev/v1alpha2` (the operator's storage version from v0.3:
-the spec moves under `spec.config`, beside an optional `spec.instanceSelector`). exporter/check/perses.py
+Cluster Observability Operator serves) or `perses.dev/v1alpha2` (the upstream operator's storage version by
+v0.4.0, which deprecates v1alpha1: the spec moves under `spec.config`, beside an optional
+`spec.instanceSelector`; perses-operator api/v1alpha2/persesdashboard_types.go). exporter/check/perses.py
 reads all three back.
 
 The mapping: a Grafana row is a Perses `Grid` layout with the row's title (collapsible), holding the panels
 below it at the same width, height and place within the row; `timeseries` is `TimeSeriesChart`, `stat`
 `StatChart`, `table` `Table`, `text` `Markdown`. A `state-timeline` is a `TimeSeriesChart` of the same
-query, its value mappings written out in the panel's description (the Perses release this bundle is linted
-against has no status-history schema to check one against). Each target is a `TimeSeriesQuery` of the
+query, its value mappings written out in the panel's description (the plugin schemas the bundle is linted
+against, tools/peers/perses-plugins, have no StatusHistoryChart to check one against). Each target is a `TimeSeriesQuery` of the
 `PrometheusTimeSeriesQuery` plugin (`legendFormat` → `seriesNameFormat`). Query variables become list
 variables of `PrometheusLabelValuesVariable` (`label_values(matcher, label)`); custom ones
 `StaticListVariable`, constants `TextVariable`. Grafana's data source variable has no twin: the queries

@@ -53,8 +53,8 @@ CLUSTER_PLACEHOLDER = "llm_exporter_cluster_label_placeholder"
 CLUSTERED = f"{CHART_FILES}/clustered"
 # The kustomize example for many clusters: the alert rules and dashboards rendered for `cluster`
 MULTI_CLUSTER = "deploy/examples/multi-cluster/generated"
-# The kustomize component that adds the dashboards as a PersesDashboard (Cluster Observability Operator)
-PERSES_COMPONENT = "deploy/components/perses/generated"
+# The kustomize example that adds the dashboards as PersesDashboards (the Cluster Observability Operator)
+PERSES_EXAMPLE = "deploy/examples/perses/generated"
 
 
 @contextmanager
@@ -170,14 +170,14 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
 def perses_outputs(stem: str, text: str) -> dict[str, str]:
     """The Perses twins of the Grafana dashboard `text` (from dashboards/`stem`.dashboard.py): the plain
     Dashboard beside the Grafana JSON, the dashboard spec the chart wraps (single- and many-cluster) and the
-    kustomize component's PersesDashboard."""
+    kustomize example's PersesDashboard."""
     name = f"llm-inference-{stem}.yaml"
     clustered = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
     return {
         f"dashboards/{stem}.perses.yaml": perses.dump(perses.dashboard_of(text)),
         f"{CHART_FILES}/perses/{name}": perses.dump(perses.dashboard_of(text)["spec"]),
         f"{CLUSTERED}/perses/{name}": perses.dump(perses.dashboard_of(clustered)["spec"]),
-        f"{PERSES_COMPONENT}/{name}": perses.dump(perses.persesdashboard(perses.dashboard_of(text))),
+        f"{PERSES_EXAMPLE}/{name}": perses.dump(perses.persesdashboard(perses.dashboard_of(text))),
     }
 
 

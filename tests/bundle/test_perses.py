@@ -38,17 +38,17 @@ def generated_dashboards() -> dict[str, dict[str, Any]]:
     """Every generated Perses dashboard as a `Dashboard` percli reads (it knows no PersesDashboard)."""
     chart = render.CHART_FILES
     clustered = GENERATED[f"{render.CLUSTERED}/perses/llm-inference-overview.yaml"]
-    component = yaml.safe_load(GENERATED[f"{render.PERSES_COMPONENT}/llm-inference-overview.yaml"])
+    example = yaml.safe_load(GENERATED[f"{render.PERSES_EXAMPLE}/llm-inference-overview.yaml"])
     return {
         "plain": yaml.safe_load(GENERATED[PLAIN]),
         "chart": as_dashboard(yaml.safe_load(GENERATED[f"{chart}/perses/llm-inference-overview.yaml"])),
         # the chart replaces the placeholder with clusterLabel
         "clustered": as_dashboard(yaml.safe_load(clustered.replace(render.CLUSTER_PLACEHOLDER, "cluster"))),
-        "component": as_dashboard(component["spec"]),
+        "kustomize": as_dashboard(example["spec"]),
     }
 
 
-@pytest.mark.parametrize("name", ["plain", "chart", "clustered", "component"])
+@pytest.mark.parametrize("name", ["plain", "chart", "clustered", "kustomize"])
 def test_percli_lints_every_generated_dashboard_clean(tmp_path: Path, name: str) -> None:
     done = percli_lint(tmp_path, generated_dashboards()[name])
     assert (done.returncode, done.stdout.strip()) == (0, "your resources look good"), done.stderr
@@ -91,7 +91,7 @@ def test_every_grafana_panel_and_query_has_its_twin() -> None:
 
 def test_the_persesdashboard_wraps_the_same_spec() -> None:
     plain = yaml.safe_load(GENERATED[PLAIN])
-    wrapped = yaml.safe_load(GENERATED[f"{render.PERSES_COMPONENT}/llm-inference-overview.yaml"])
+    wrapped = yaml.safe_load(GENERATED[f"{render.PERSES_EXAMPLE}/llm-inference-overview.yaml"])
     assert (wrapped["apiVersion"], wrapped["kind"], wrapped["metadata"]["name"]) == (
         "perses.dev/v1alpha1",
         "PersesDashboard",
@@ -306,7 +306,7 @@ def test_render_out_perses_is_the_same_from_the_checkout_and_the_package(label: 
     assert shipped.out_files(None, label, None, with_perses=True) == from_sources
     if label is None:
         assert from_sources[names[0]] == GENERATED[PLAIN]
-        assert from_sources[names[1]] == GENERATED[f"{render.PERSES_COMPONENT}/llm-inference-overview.yaml"]
+        assert from_sources[names[1]] == GENERATED[f"{render.PERSES_EXAMPLE}/llm-inference-overview.yaml"]
     else:  # the clustered dashboard's twin: the chart's clustered copy with the label in place
         chart = GENERATED[f"{render.CLUSTERED}/perses/llm-inference-overview.yaml"]
         spec = yaml.safe_load(from_sources[names[0]])["spec"]
