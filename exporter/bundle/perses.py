@@ -12,10 +12,10 @@ The mapping: a Grafana row is a Perses `Grid` layout with the row's title (colla
 below it at the same width, height and place within the row; `timeseries` is `TimeSeriesChart`, `stat`
 `StatChart`, `table` `Table`, `text` `Markdown`. A `state-timeline` is a `TimeSeriesChart` of the same
 query, its value mappings written out in the panel's description (the plugin schemas the bundle is linted
-against, tools/peers/perses-plugins, have no StatusHistoryChart to check one against). Each target is a `TimeSeriesQuery` of the
-`PrometheusTimeSeriesQuery` plugin (`legendFormat` → `seriesNameFormat`). Query variables become list
-variables of `PrometheusLabelValuesVariable` (`label_values(matcher, label)`); custom ones
-`StaticListVariable`, constants `TextVariable`. Grafana's data source variable has no twin: the queries
+against, tools/peers/perses-plugins, have no StatusHistoryChart to check one against). Each target is a
+`TimeSeriesQuery` of the `PrometheusTimeSeriesQuery` plugin (`legendFormat` → `seriesNameFormat`). Query
+variables become list variables of `PrometheusLabelValuesVariable` (`label_values(matcher, label)`),
+custom ones `StaticListVariable`, constants `TextVariable`. Grafana's data source variable has no twin: the queries
 name no datasource, so Perses runs them on the project's default Prometheus datasource.
 Anything without a mapping here (a panel type, a unit, a reducer, a variable query) is an error naming
 it, never a silent drop.

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 import yaml
 
 from exporter.bundle import render as bundle
