@@ -83,9 +83,22 @@ class ConversionError(ValueError):
     """A part of the Grafana dashboard without a Perses mapping; the message names it and where."""
 
 
+class _Dumper(yaml.SafeDumper):
+    """`y` and `n` quoted: YAML 1.1 readers (Helm's fromYaml, kubectl's sigs.k8s.io/yaml) take them for
+    booleans, which would turn every grid item's `y` key into `true`."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "'" if value in ("y", "Y", "n", "N") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def dump(obj: Any) -> str:
     """A Perses object as the YAML the bundle writes (keys in the order built, long lines kept whole)."""
-    return HEADER + yaml.safe_dump(obj, sort_keys=False, width=1000, allow_unicode=True)
+    return HEADER + yaml.dump(obj, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True)
 
 
 def dashboard_of(text: str) -> dict[str, Any]:
