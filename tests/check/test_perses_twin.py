@@ -9,8 +9,9 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
-from exporter.bundle import render
+from exporter.bundle import perses, render
 from exporter.check.inputs import Query, file_queries
 
 ROOT = render.ROOT
@@ -40,6 +41,13 @@ def test_the_perses_twin_reads_as_the_grafana_dashboard(twin: Path) -> None:
     grafana = read(GRAFANA)
     assert len(grafana) == 83  # 79 panel queries and 4 variables
     assert read(twin) == grafana
+
+
+def test_the_v1alpha2_persesdashboard_reads_alike(tmp_path: Path) -> None:
+    plain = yaml.safe_load(TWINS[0].read_text(encoding="utf-8"))
+    path = tmp_path / "v1alpha2.yaml"
+    path.write_text(perses.dump(perses.persesdashboard(plain, "perses.dev/v1alpha2")), encoding="utf-8")
+    assert read(path) == read(GRAFANA)
 
 
 def test_the_twins_rendered_for_many_clusters_read_alike(tmp_path: Path) -> None:
