@@ -124,6 +124,8 @@ def dashboard(grafana: Mapping[str, Any]) -> dict[str, Any]:
     layouts: list[dict[str, Any]] = []
     grid: dict[str, Any] | None = None
     top = 0  # the y of the current row's first line
+    if grafana.get("rows"):
+        raise ConversionError("the pre-5.0 `rows` layout has no Perses twin here: panels with gridPos only")
     for panel in grafana.get("panels") or []:
         if panel["type"] == "row":
             grid = _grid(panel["title"], not panel.get("collapsed"))

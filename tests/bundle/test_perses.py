@@ -285,6 +285,8 @@ def list_variable(name: str, hidden: bool, plugin: dict[str, Any]) -> dict[str, 
 def test_what_has_no_mapping_is_an_error_naming_it(grafana: dict[str, Any], message: str) -> None:
     with pytest.raises(perses.ConversionError, match=re.escape(message)):
         convert(grafana)
+    with pytest.raises(perses.ConversionError, match=re.escape("the pre-5.0 `rows` layout has no Perses twin")):
+        perses.dashboard({"uid": "u", "rows": [{"panels": [panel()]}]})
     variable = {"type": "query", "name": "x", "query": "query_result(up)"}
     with pytest.raises(perses.ConversionError, match="variable 'x': query 'query_result"):
         convert(panel(), variables=(variable,))
