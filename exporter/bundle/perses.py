@@ -96,9 +96,10 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
-def dump(obj: Any) -> str:
-    """A Perses object as the YAML the bundle writes (keys in the order built, long lines kept whole)."""
-    return HEADER + yaml.dump(obj, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True)
+def dump(*objs: Any) -> str:
+    """Perses objects as the YAML the bundle writes, one document each (keys in the order built, long lines
+    kept whole)."""
+    return HEADER + yaml.dump_all(objs, Dumper=_Dumper, sort_keys=False, width=1000, allow_unicode=True)
 
 
 def dashboard_of(text: str) -> dict[str, Any]:

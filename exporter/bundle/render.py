@@ -53,8 +53,9 @@ CLUSTER_PLACEHOLDER = "llm_exporter_cluster_label_placeholder"
 CLUSTERED = f"{CHART_FILES}/clustered"
 # The kustomize example for many clusters: the alert rules and dashboards rendered for `cluster`
 MULTI_CLUSTER = "deploy/examples/multi-cluster/generated"
-# The kustomize example that adds the dashboards as PersesDashboards (the Cluster Observability Operator)
-PERSES_EXAMPLE = "deploy/examples/perses/generated"
+# The kustomize example that adds the dashboards as PersesDashboards (the Cluster Observability Operator),
+# all of them in one file
+PERSES_EXAMPLE = "deploy/examples/perses/generated/persesdashboards.yaml"
 
 
 @contextmanager
@@ -130,6 +131,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
         files: dict[str, str] = {}
         configmap: dict[str, str] = {}
         clustered_configmap: dict[str, str] = {}
+        persesdashboards: list[dict[str, Any]] = []
         for source in sorted((root / "dashboards").glob("*" + DASHBOARD_SUFFIX)):
             text = dashboard_json(_load_dashboard(source))
             name = source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
@@ -139,6 +141,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
             files[f"{CHART_FILES}/dashboards/llm-inference-{name}"] = text
             files[f"{CLUSTERED}/dashboards/llm-inference-{name}"] = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
             files.update(perses_outputs(source.name.removesuffix(DASHBOARD_SUFFIX), text))
+            persesdashboards.append(perses.persesdashboard(perses.dashboard_of(text)))
         files["alerts/llm-exporter.rules.yaml"] = formats.rule_file()
         files[f"{CHART_FILES}/llm-exporter.rules.yaml"] = files["alerts/llm-exporter.rules.yaml"]
         files[f"{CLUSTERED}/llm-exporter.rules.yaml"] = cluster.rule_file(
@@ -157,6 +160,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
             files[f"{GENERATED}/prometheusrule.yaml"], DEFAULT_LABEL
         )
         files[f"{MULTI_CLUSTER}/dashboard-configmap.yaml"] = dashboard_configmap(clustered_configmap)
+        files[PERSES_EXAMPLE] = perses.dump(*persesdashboards)
     # the package's copy, for `--out` where the sources are not installed (exporter/bundle/shipped.py)
     rules, manifest, grafana = ALERT_FILES
     files[f"{shipped.FOLDER}/{rules}"] = files["alerts/llm-exporter.rules.yaml"]
@@ -169,15 +173,13 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
 
 def perses_outputs(stem: str, text: str) -> dict[str, str]:
     """The Perses twins of the Grafana dashboard `text` (from dashboards/`stem`.dashboard.py): the plain
-    Dashboard beside the Grafana JSON, the dashboard spec the chart wraps (single- and many-cluster) and the
-    kustomize example's PersesDashboard."""
+    Dashboard beside the Grafana JSON and the dashboard spec the chart wraps (single- and many-cluster)."""
     name = f"llm-inference-{stem}.yaml"
     clustered = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
     return {
         f"dashboards/{stem}.perses.yaml": perses.dump(perses.dashboard_of(text)),
         f"{CHART_FILES}/perses/{name}": perses.dump(perses.dashboard_of(text)["spec"]),
         f"{CLUSTERED}/perses/{name}": perses.dump(perses.dashboard_of(clustered)["spec"]),
-        f"{PERSES_EXAMPLE}/{name}": perses.dump(perses.persesdashboard(perses.dashboard_of(text))),
     }
 
 

@@ -38,7 +38,7 @@ def generated_dashboards() -> dict[str, dict[str, Any]]:
     """Every generated Perses dashboard as a `Dashboard` percli reads (it knows no PersesDashboard)."""
     chart = render.CHART_FILES
     clustered = GENERATED[f"{render.CLUSTERED}/perses/llm-inference-overview.yaml"]
-    example = yaml.safe_load(GENERATED[f"{render.PERSES_EXAMPLE}/llm-inference-overview.yaml"])
+    (example,) = yaml.safe_load_all(GENERATED[render.PERSES_EXAMPLE])  # one PersesDashboard per dashboard
     return {
         "plain": yaml.safe_load(GENERATED[PLAIN]),
         "chart": as_dashboard(yaml.safe_load(GENERATED[f"{chart}/perses/llm-inference-overview.yaml"])),
@@ -91,7 +91,7 @@ def test_every_grafana_panel_and_query_has_its_twin() -> None:
 
 def test_the_persesdashboard_wraps_the_same_spec() -> None:
     plain = yaml.safe_load(GENERATED[PLAIN])
-    wrapped = yaml.safe_load(GENERATED[f"{render.PERSES_EXAMPLE}/llm-inference-overview.yaml"])
+    (wrapped,) = yaml.safe_load_all(GENERATED[render.PERSES_EXAMPLE])
     assert (wrapped["apiVersion"], wrapped["kind"], wrapped["metadata"]["name"]) == (
         "perses.dev/v1alpha1",
         "PersesDashboard",
@@ -308,7 +308,7 @@ def test_render_out_perses_is_the_same_from_the_checkout_and_the_package(label: 
     assert shipped.out_files(None, label, None, with_perses=True) == from_sources
     if label is None:
         assert from_sources[names[0]] == GENERATED[PLAIN]
-        assert from_sources[names[1]] == GENERATED[f"{render.PERSES_EXAMPLE}/llm-inference-overview.yaml"]
+        assert from_sources[names[1]] == GENERATED[render.PERSES_EXAMPLE]
     else:  # the clustered dashboard's twin: the chart's clustered copy with the label in place
         chart = GENERATED[f"{render.CLUSTERED}/perses/llm-inference-overview.yaml"]
         spec = yaml.safe_load(from_sources[names[0]])["spec"]

@@ -48,7 +48,7 @@ EXPECTED = {
     "dashboards/overview.perses.yaml",
     "charts/llm-inference-exporter/files/perses/llm-inference-overview.yaml",
     "charts/llm-inference-exporter/files/clustered/perses/llm-inference-overview.yaml",
-    "deploy/examples/perses/generated/llm-inference-overview.yaml",
+    "deploy/examples/perses/generated/persesdashboards.yaml",
 }
 ALERT_FILES = ["llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-rules.json"]
 

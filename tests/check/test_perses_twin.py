@@ -18,7 +18,7 @@ ROOT = render.ROOT
 GRAFANA = ROOT / "dashboards" / "overview.json"
 TWINS = [
     ROOT / "dashboards" / "overview.perses.yaml",
-    ROOT / render.PERSES_EXAMPLE / "llm-inference-overview.yaml",
+    ROOT / render.PERSES_EXAMPLE,
 ]
 
 
