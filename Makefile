@@ -6,8 +6,10 @@ PY := .venv/bin/python
 setup:
 	@bash scripts/setup.sh
 
-## The real peers of the test suite (Prometheus 3, Alertmanager, etcd, Kubernetes, kwok, helm, Thanos, actionlint, Sloth, jsonnet), built once from
-## pinned Go modules into ~/.cache/llm-inference-exporter/bin. Development only; needs a Go toolchain.
+## The real peers of the test suite (Prometheus 3, Alertmanager, etcd, Kubernetes, kwok, helm, Thanos, actionlint,
+## Sloth, jsonnet, percli and the Perses plugin schemas), built once from pinned Go modules into
+## ~/.cache/llm-inference-exporter.
+## Development only; needs a Go toolchain.
 peers:
 	@bash scripts/build-peers.sh
 

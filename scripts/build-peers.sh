@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the real peers the test suite runs against, each from a pinned Go module (tools/peers/*/go.mod):
 # Prometheus 3 and promtool, Alertmanager, etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
-# kubectl, kwok, helm, Thanos, actionlint (which lints .github/workflows), Sloth (SLO specs) and go-jsonnet
-# (the mixin). Binaries go to
+# kubectl, kwok, helm, Thanos, actionlint (which lints .github/workflows), Sloth (SLO specs), go-jsonnet
+# (the mixin) and percli (which lints the generated Perses dashboards, against the Perses plugins' schemas
+# laid out in $LLM_EXPORTER_CACHE/perses-plugins). Binaries go to
 # $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
 # a stamp per module (the hash of its go.mod and go.sum) makes a second run a no-op.
 # Only development needs this; running the exporter needs none of it. Go 1.26+ is taken from PATH or,
@@ -35,6 +36,7 @@ declare -A packages=(
   [kubernetes]="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl"
   [helm]="helm.sh/helm/v4/cmd/helm"
   [actionlint]="github.com/rhysd/actionlint/cmd/actionlint"
+  [perses]="github.com/perses/perses/cmd/percli"
   [thanos]="github.com/thanos-io/thanos/cmd/thanos"
   [sloth]="github.com/slok/sloth/cmd/sloth"
   [jsonnet]="github.com/google/go-jsonnet/cmd/jsonnet"
@@ -48,6 +50,7 @@ helm_version=$(sed -n 's/^require helm.sh\/helm\/v4 //p' tools/peers/helm/go.mod
 thanos_version=$(sed -n 's/^require github.com\/thanos-io\/thanos v//p' tools/peers/thanos/go.mod)
 actionlint_version=$(sed -n 's/^require github.com\/rhysd\/actionlint v//p' tools/peers/actionlint/go.mod)
 sloth_version=$(sed -n 's/^require github.com\/slok\/sloth v//p' tools/peers/sloth/go.mod)
+perses_version=$(sed -n 's/^require github.com\/perses\/perses v//p' tools/peers/perses/go.mod)
 declare -A ldflags=(
   [kubernetes]="-X k8s.io/component-base/version.gitVersion=v$kube_version -X k8s.io/component-base/version.gitMajor=${kube_version%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$kube_version" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean"
   [prometheus]="-X github.com/prometheus/common/version.Version=$prom_version"
@@ -56,6 +59,7 @@ declare -A ldflags=(
   [thanos]="-X github.com/prometheus/common/version.Version=$thanos_version"
   [actionlint]="-X github.com/rhysd/actionlint.version=$actionlint_version"
   [sloth]="-X github.com/slok/sloth/internal/info.Version=v$sloth_version"
+  [perses]="-X github.com/prometheus/common/version.Version=$perses_version"
 )
 # Thanos' go.mod asks for a newer Go than ensure-go.sh provides: the go command fetches this toolchain
 # (from the module proxy, checked against the checksum database) for that module only
@@ -64,7 +68,7 @@ declare -A toolchain=([thanos]=go1.27.3)
 # slice-backed labels, not the default string-backed ones)
 declare -A tags=([thanos]=netgo,slicelabels)
 # cheapest first, so a test run that only needs Prometheus has it soonest
-order=(etcd actionlint jsonnet sloth alertmanager prometheus kwok helm kubernetes thanos)
+order=(etcd actionlint jsonnet sloth perses perses-plugins alertmanager prometheus kwok helm kubernetes thanos)
 only=("$@")
 
 # Alertmanager's module embeds its web UI from ui/app/dist, which upstream builds with npm and which the
@@ -90,15 +94,49 @@ build_alertmanager() {
   mv "$bin/alertmanager.tmp" "$bin/alertmanager"
 }
 
+# `percli lint --plugin.path DIR` checks each panel, query and variable against its plugin's CUE schema. DIR
+# holds built plugins: each with its package.json (which names its plugins and schema folder), its schemas
+# and the mf-manifest.json of its web build, which the published Go modules lack. Only the schemas are used,
+# so each plugin is laid out from its module copy (verified by tools/peers/perses-plugins/go.sum) with a
+# manifest naming it and its version; the CUE modules its schemas import (Perses' shared, spec and cue/ at
+# the versions Perses v0.54.0 requires) go into its cue.mod/pkg/ instead of being fetched from the CUE
+# registry, and its cue.mod/module.cue keeps its module path and language version without the registry deps.
+build_perses_plugins() {
+  local dir="$root/tools/peers/perses-plugins" out="$cache/perses-plugins" plugin from dep dep_dir lang
+  rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+  for plugin in $(sed -n 's/^[[:space:]]*github.com\/perses\/plugins\/\([a-z]*\) v.*/\1/p' "$dir/go.mod"); do
+    from=$(module_dir "$dir" "github.com/perses/plugins/$plugin")
+    cp -r "$from" "$out.tmp/$plugin" && chmod -R u+w "$out.tmp/$plugin"
+    printf '{"id": "%s", "name": "%s", "metaData": {"buildInfo": {"buildVersion": "%s", "buildName": "%s"}}}\n' \
+      "$plugin" "$plugin" "${from##*@v}" "$plugin" > "$out.tmp/$plugin/mf-manifest.json"
+    lang=$(sed -n 's/^[[:space:]]*version:[[:space:]]*"\(.*\)"$/\1/p' "$from/cue.mod/module.cue" | head -1)
+    printf 'module: "github.com/perses/plugins/%s@v0"\nlanguage: {\n\tversion: "%s"\n}\n' "$plugin" "$lang" \
+      > "$out.tmp/$plugin/cue.mod/module.cue"
+    for dep in shared spec perses; do
+      dep_dir="$out.tmp/$plugin/cue.mod/pkg/github.com/perses/$dep"
+      mkdir -p "$dep_dir"
+      (cd "$(module_dir "$dir" "github.com/perses/$dep")" && tar cf - --exclude=cue.mod cue) | (cd "$dep_dir" && tar xf -)
+    done
+    chmod -R u+w "$out.tmp/$plugin"
+  done
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
+# the folder of the module `$2` (at the version the go.mod in `$1` requires), downloaded and verified
+module_dir() {
+  (cd "$1" && go mod download -json "$2" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+}
+
 for module in "${order[@]}"; do
   if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " =~ " $module " ]]; then continue; fi
   dir="$root/tools/peers/$module"
   stamp="$bin/.$module.stamp"
-  want=$( (cat "$dir/go.mod" "$dir/go.sum" "$dir"/*.go; echo "${ldflags[$module]:-}${tags[$module]:+ -tags ${tags[$module]}}") | sha256sum | cut -d' ' -f1)
+  want=$( (cat "$dir/go.mod" "$dir/go.sum" $(find "$dir" -maxdepth 1 -name '*.go' | sort); echo "${ldflags[$module]:-}${tags[$module]:+ -tags ${tags[$module]}}") | sha256sum | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
   start=$SECONDS
   echo "build-peers: building $module (first run only; the Kubernetes set takes a while on 2 cores)"
   if [ "$module" = alertmanager ]; then build_alertmanager; echo "$want" > "$stamp"; continue; fi
+  if [ "$module" = perses-plugins ]; then build_perses_plugins; echo "$want" > "$stamp"; continue; fi
   for pkg in ${packages[$module]}; do
     name=$(basename "$pkg"); [ "$pkg" = "." ] && name=$module
     # -s -w: no symbol tables (smaller binaries); -X: the release's own version string, which the

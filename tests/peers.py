@@ -30,6 +30,7 @@ MODULES = {
     "actionlint": "actionlint",
     "sloth": "sloth",
     "jsonnet": "jsonnet",
+    "percli": "perses",
 }
 _lock = threading.Lock()
 
@@ -49,3 +50,14 @@ def peer(name: str) -> str:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: scripts/build-peers.sh {module} did not produce it")
     return str(path)
+
+
+def perses_plugins() -> Path:
+    """The Perses plugin folder `percli lint --plugin.path` reads (their CUE schemas, laid out by
+    scripts/build-peers.sh from tools/peers/perses-plugins), built first when missing or out of date."""
+    with _lock:
+        subprocess.run(["bash", str(BUILD), "perses-plugins"], check=True, stdout=subprocess.DEVNULL)
+    path = bin_dir().parent / "perses-plugins"
+    if not (path / "prometheus" / "schemas").is_dir():
+        raise FileNotFoundError(f"{path}: scripts/build-peers.sh perses-plugins did not lay it out")
+    return path

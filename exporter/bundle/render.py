@@ -10,6 +10,8 @@ many clusters (Thanos Query and the like), each series with the external label N
 vector match keeps NAME (exporter/promql/cluster.py), and DIR gets the dashboards too, with a cluster
 variable every query filters on. Without it the output is the single-cluster one, byte for byte.
 `--datasource-uid UID` puts the Grafana-managed rules' queries on the Prometheus data source of that uid.
+`--perses` (with `--out`) adds the dashboards as Perses `Dashboard` and `PersesDashboard` resources, converted
+from the Grafana JSON written beside them (exporter/bundle/perses.py), clustered when the Grafana ones are.
 
 In a source checkout `--out` renders from the sources; an installed package, which has no sources, renders
 the same files from the rendering it ships (exporter/bundle/shipped.py). DIR gets every file or none
@@ -31,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from exporter.bundle import cluster, mixin, options, shipped, slo, slo_indicators, write
+from exporter.bundle import cluster, ecosystem, options, perses, shipped, write
 from exporter.promql.cluster import DEFAULT_LABEL, label_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,6 +53,9 @@ CLUSTER_PLACEHOLDER = "llm_exporter_cluster_label_placeholder"
 CLUSTERED = f"{CHART_FILES}/clustered"
 # The kustomize example for many clusters: the alert rules and dashboards rendered for `cluster`
 MULTI_CLUSTER = "deploy/examples/multi-cluster/generated"
+# The kustomize example that adds the dashboards as PersesDashboards (the Cluster Observability Operator),
+# all of them in one file
+PERSES_EXAMPLE = "deploy/examples/perses/generated/persesdashboards.yaml"
 
 
 @contextmanager
@@ -126,6 +131,7 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
         files: dict[str, str] = {}
         configmap: dict[str, str] = {}
         clustered_configmap: dict[str, str] = {}
+        persesdashboards: list[dict[str, Any]] = []
         for source in sorted((root / "dashboards").glob("*" + DASHBOARD_SUFFIX)):
             text = dashboard_json(_load_dashboard(source))
             name = source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
@@ -134,6 +140,8 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
             clustered_configmap[f"llm-inference-{name}"] = cluster.dashboard(text, DEFAULT_LABEL)
             files[f"{CHART_FILES}/dashboards/llm-inference-{name}"] = text
             files[f"{CLUSTERED}/dashboards/llm-inference-{name}"] = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
+            files.update(perses_outputs(source.name.removesuffix(DASHBOARD_SUFFIX), text))
+            persesdashboards.append(perses.persesdashboard(perses.dashboard_of(text)))
         files["alerts/llm-exporter.rules.yaml"] = formats.rule_file()
         files[f"{CHART_FILES}/llm-exporter.rules.yaml"] = files["alerts/llm-exporter.rules.yaml"]
         files[f"{CLUSTERED}/llm-exporter.rules.yaml"] = cluster.rule_file(
@@ -152,8 +160,9 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
             files[f"{GENERATED}/prometheusrule.yaml"], DEFAULT_LABEL
         )
         files[f"{MULTI_CLUSTER}/dashboard-configmap.yaml"] = dashboard_configmap(clustered_configmap)
-        files.update(slo_files(root))
-        files.update(mixin_files(configmap))
+        files.update(ecosystem.slo_files(root))
+        files.update(ecosystem.mixin_files(configmap))
+        files[PERSES_EXAMPLE] = perses.dump(*persesdashboards)
     # the package's copy, for `--out` where the sources are not installed (exporter/bundle/shipped.py)
     rules, manifest, grafana = ALERT_FILES
     files[f"{shipped.FOLDER}/{rules}"] = files["alerts/llm-exporter.rules.yaml"]
@@ -161,33 +170,21 @@ def outputs(root: Path = ROOT) -> dict[str, str]:
     files[f"{shipped.FOLDER}/{grafana}"] = files["alerts/grafana-alert-rules.json"]
     for name, text in configmap.items():
         files[f"{shipped.FOLDER}/{shipped.DASHBOARDS}/{name}"] = text
-    for name, text in slo_out(files).items():
+    for name, text in ecosystem.slo_out(files).items():
         files[f"{shipped.FOLDER}/{shipped.SLO}/{name}"] = text
     return files
 
 
-def slo_out(files: dict[str, str]) -> dict[str, str]:
-    """What `--slo --out` writes, by file name: deploy/slo/'s files, `sloth-<engine>.yaml`, `pyrra-<engine>.yaml`."""
-    prefix = slo.FOLDER + "/"
-    return {rel.removeprefix(prefix).replace("/", "-"): text for rel, text in files.items() if rel.startswith(prefix)}
-
-
-def slo_files(root: Path = ROOT) -> dict[str, str]:
-    """deploy/slo/: the Sloth specs and Pyrra objects of the thresholds, per engine (exporter/bundle/slo.py)."""
-    from alerts.thresholds import DEFAULT
-    from exporter.engines.registry import ENGINES
-
-    return slo.files(DEFAULT, list(ENGINES.values()), slo_indicators.load_buckets(root))
-
-
-def mixin_files(dashboards: dict[str, str]) -> dict[str, str]:
-    """mixin/generated/: the rules with the mixin's placeholder selector, the alert thresholds, the dashboards."""
-    from alerts import formats, rules
-    from alerts.thresholds import DEFAULT
-
-    t = dataclasses.replace(DEFAULT, selector=mixin.SELECTOR)
-    thresholds = {a.name: (a.op, a.threshold) for a in rules.alerts(t) if a.threshold is not None}
-    return mixin.files(formats.rule_groups(t), thresholds, dashboards)
+def perses_outputs(stem: str, text: str) -> dict[str, str]:
+    """The Perses twins of the Grafana dashboard `text` (from dashboards/`stem`.dashboard.py): the plain
+    Dashboard beside the Grafana JSON and the dashboard spec the chart wraps (single- and many-cluster)."""
+    name = f"llm-inference-{stem}.yaml"
+    clustered = cluster.dashboard(text, CLUSTER_PLACEHOLDER)
+    return {
+        f"dashboards/{stem}.perses.yaml": perses.dump(perses.dashboard_of(text)),
+        f"{CHART_FILES}/perses/{name}": perses.dump(perses.dashboard_of(text)["spec"]),
+        f"{CLUSTERED}/perses/{name}": perses.dump(perses.dashboard_of(clustered)["spec"]),
+    }
 
 
 def drifted(root: Path = ROOT, render: Callable[[Path], dict[str, str]] = outputs) -> list[str]:
@@ -226,31 +223,37 @@ def alert_files(
     return files
 
 
-def dashboard_files(root: Path, cluster_label: str) -> dict[str, str]:
-    """The dashboards by the file name the ConfigMap gives them, with a cluster variable on `cluster_label`."""
+def dashboard_files(root: Path, cluster_label: str | None) -> dict[str, str]:
+    """The dashboards by the file name the ConfigMap gives them, with a cluster variable on `cluster_label`
+    (None: as generated)."""
     with _importable(root):
         out = {}
         for source in sorted((root / "dashboards").glob("*" + DASHBOARD_SUFFIX)):
             name = "llm-inference-" + source.name.removesuffix(DASHBOARD_SUFFIX) + ".json"
-            out[name] = cluster.dashboard(dashboard_json(_load_dashboard(source)), cluster_label)
+            text = dashboard_json(_load_dashboard(source))
+            out[name] = text if cluster_label is None else cluster.dashboard(text, cluster_label)
     return out
 
 
 def out_files(
-    root: Path | None, url: str | None, cluster_label: str | None, datasource_uid: str | None
+    root: Path | None,
+    url: str | None,
+    cluster_label: str | None,
+    datasource_uid: str | None,
+    with_perses: bool = False,
 ) -> dict[str, str]:
-    """What `--out` writes: rendered from the sources of the checkout `root`, or (None) from the shipped files."""
+    """What `--out` writes: rendered from the sources of the checkout `root`, or (None) from the shipped files;
+    `with_perses`: the dashboards' Perses twins too."""
     if root is None:
-        return shipped.out_files(url, cluster_label, datasource_uid)
+        return shipped.out_files(url, cluster_label, datasource_uid, with_perses)
     files = alert_files(root, url, cluster_label, datasource_uid)
-    if cluster_label is not None:
-        files.update(dashboard_files(root, cluster_label))
+    if cluster_label is not None or with_perses:
+        dashboards = dashboard_files(root, cluster_label)
+        if cluster_label is not None:
+            files.update(dashboards)
+        if with_perses:
+            files.update(perses.out_files(dashboards))
     return files
-
-
-def _slo_files(root: Path | None) -> dict[str, str]:
-    """`--slo --out`: rendered from the checkout `root`, or (None) the shipped copy."""
-    return shipped.slo_files() if root is None else slo_out(slo_files(root))
 
 
 def checkout_problem(root: Path) -> str:
@@ -331,6 +334,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --out: the uid of your Prometheus data source in Grafana, which every query of "
         "grafana-alert-rules.json reads (default: prometheus; the dashboards choose theirs with a variable)",
     )
+    parser.add_argument(
+        "--perses",
+        action="store_true",
+        help="with --out: also write the dashboards for Perses, converted from the Grafana ones: "
+        "NAME.perses.yaml (a Perses Dashboard, for percli apply) and NAME.persesdashboard.yaml (a "
+        "perses.dev/v1alpha1 PersesDashboard, for the Perses operator and the Cluster Observability Operator)",
+    )
 
 
 def _usage(message: str) -> int:
@@ -364,6 +374,7 @@ def run(args: argparse.Namespace) -> int:
     url: str | None = getattr(args, "runbook_url", None)
     label: str | None = getattr(args, "cluster_label", None)
     uid: str | None = getattr(args, "datasource_uid", None)
+    with_perses: bool = getattr(args, "perses", False)
     if url is not None and out is None:
         return _usage("--runbook-url needs --out DIR: the generated files in the repository keep relative links")
     if label is not None and out is None:
@@ -373,10 +384,13 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "slo", False):
         if out is None:
             return _usage("--slo needs --out DIR: the repository's SLO objects are in deploy/slo/")
-        if url is not None or label is not None or uid is not None:
+        if url is not None or label is not None or uid is not None or with_perses:
             return _usage(
-                "--slo writes the SLO objects only; it takes no --runbook-url, --cluster-label or --datasource-uid"
+                "--slo writes the SLO objects only; it takes no --runbook-url, --cluster-label, --datasource-uid"
+                " or --perses"
             )
+    if with_perses and out is None:
+        return _usage("--perses needs --out DIR: the repository's Perses files are written with the others")
     if out is not None and args.check:
         return _usage("--check compares the repository's generated files; it takes no --out")
     root, error = _source(args)
@@ -384,9 +398,12 @@ def run(args: argparse.Namespace) -> int:
         return _usage(error)
     if out is not None:
         try:
-            files = _slo_files(root) if getattr(args, "slo", False) else out_files(root, url, label, uid)
+            slo_only = getattr(args, "slo", False)
+            files = ecosystem.slo_out_files(root) if slo_only else out_files(root, url, label, uid, with_perses)
         except ModuleNotFoundError as e:
             return _missing_module(root or ROOT, e)
+        except perses.ConversionError as e:
+            return _usage(f"--perses: {e}")
         try:
             written = write.write_files(out, files)
         except write.OutError as e:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from exporter.bundle import cluster, options
+from exporter.bundle import cluster, options, perses
 
 # in the source tree, relative to the repository root (the generated files' paths)
 FOLDER = "exporter/bundle/data"
@@ -41,10 +41,13 @@ def slo_files() -> dict[str, str]:
     return {e.name: e.read_text(encoding="utf-8") for e in entries}
 
 
-def out_files(url: str | None, cluster_label: str | None, datasource_uid: str | None) -> dict[str, str]:
+def out_files(
+    url: str | None, cluster_label: str | None, datasource_uid: str | None, with_perses: bool = False
+) -> dict[str, str]:
     """What `render --out` writes, from the shipped files: the alert files with their runbook links `url#<anchor>`
     (None: relative), kept apart by `cluster_label` (None: one cluster) and the Grafana rules' queries on the data
-    source `datasource_uid` (None: as generated); with a cluster label also the dashboards, filtered on it."""
+    source `datasource_uid` (None: as generated); with a cluster label also the dashboards, filtered on it;
+    `with_perses`: the dashboards' Perses twins (exporter/bundle/perses.py), filtered on it likewise."""
     files = alert_files()
     rules, manifest, grafana = ALERT_FILES
     if cluster_label is not None:
@@ -57,6 +60,10 @@ def out_files(url: str | None, cluster_label: str | None, datasource_uid: str | 
         files[grafana] = options.grafana_runbook_links(files[grafana], url)
     if datasource_uid is not None:
         files[grafana] = options.grafana_datasource(files[grafana], datasource_uid)
+    boards = dashboards()
     if cluster_label is not None:
-        files.update({name: cluster.dashboard(text, cluster_label) for name, text in dashboards().items()})
+        boards = {name: cluster.dashboard(text, cluster_label) for name, text in boards.items()}
+        files.update(boards)
+    if with_perses:
+        files.update(perses.out_files(boards))
     return files

@@ -61,6 +61,11 @@ EXPECTED = {
     "mixin/generated/dashboards-clustered/llm-inference-overview.json",
     "mixin/generated/dashboards.libsonnet",
     "mixin/generated/dashboards-clustered.libsonnet",
+    # the dashboards' Perses twins (tests/bundle/test_perses.py): plain, for the chart (both ways), kustomize
+    "dashboards/overview.perses.yaml",
+    "charts/llm-inference-exporter/files/perses/llm-inference-overview.yaml",
+    "charts/llm-inference-exporter/files/clustered/perses/llm-inference-overview.yaml",
+    "deploy/examples/perses/generated/persesdashboards.yaml",
 }
 ALERT_FILES = ["llm-exporter.rules.yaml", "prometheusrule.yaml", "grafana-alert-rules.json"]
 

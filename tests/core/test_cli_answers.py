@@ -119,7 +119,8 @@ def test_a_name_that_is_no_version_lists_the_releases_newest_first(capsys: pytes
     assert mappings(capsys, "trtllm", "--version", "banana") == (
         2,
         "",
-        "llm-exporter mappings: TensorRT-LLM has no release 'banana'; known releases, newest first: 1.4.0rc1, 1.4.0rc0, 1.2.1, 1.2.0, 1.1.0\n",
+        "llm-exporter mappings: TensorRT-LLM has no release 'banana'; known releases, newest first: "
+        "1.4.0rc1, 1.4.0rc0, 1.2.1, 1.2.0, 1.1.0\n",
     )
 
 

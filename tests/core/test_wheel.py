@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from exporter.bundle import ecosystem
 from exporter.bundle import render as bundle
 from exporter.demo.vllm_env import free_port
 from tests.engines.engine_servers import engine_server, recorded
@@ -64,6 +65,7 @@ def test_the_wheel_holds_the_runtime_and_not_the_tooling(wheel: Path) -> None:
     for module in ("exporter/server.py", "exporter/collect.py", "exporter/check/cli.py", "exporter/py.typed",
                    "exporter/engines/data/vllm_releases.json", "exporter/catalogue/renames.py",
                    "exporter/bundle/render.py", "exporter/bundle/shipped.py", "exporter/bundle/write.py",
+                   "exporter/bundle/perses.py",
                    "exporter/bundle/data/grafana-alert-rules.json",
                    "exporter/bundle/data/dashboards/llm-inference-overview.json"):  # fmt: skip
         assert module in names
@@ -131,6 +133,7 @@ def test_the_installed_exporter_serves(installed: Path, tmp_path: Path) -> None:
             "cluster",
             "--datasource-uid",
             "abc",
+            "--perses",
         ),
     ],
 )
@@ -139,9 +142,14 @@ def test_the_installed_render_writes_what_the_checkout_renders(installed: Path, 
     out = tmp_path / "alerts"
     done = run(installed, "render", "--out", str(out), *options, cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    value = dict(zip(options[::2], options[1::2], strict=True))
+    pairs = [o for o in options if o != "--perses"]
+    value = dict(zip(pairs[::2], pairs[1::2], strict=True))
     expected = bundle.out_files(
-        bundle.ROOT, value.get("--runbook-url"), value.get("--cluster-label"), value.get("--datasource-uid")
+        bundle.ROOT,
+        value.get("--runbook-url"),
+        value.get("--cluster-label"),
+        value.get("--datasource-uid"),
+        with_perses="--perses" in options,
     )
     assert done.stdout.splitlines() == [f"wrote {out / name}" for name in expected]
     assert {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()} == expected
@@ -158,7 +166,7 @@ def test_the_installed_render_writes_the_slo_objects_of_the_checkout(installed: 
     out = tmp_path / "slo"
     done = run(installed, "render", "--slo", "--out", str(out), cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    expected = bundle.slo_out(bundle.slo_files(bundle.ROOT))
+    expected = ecosystem.slo_out(ecosystem.slo_files(bundle.ROOT))
     assert {p.name: p.read_text(encoding="utf-8") for p in out.iterdir()} == expected
     assert {"sloth-vllm.yaml", "pyrra-vllm.yaml", "README.md"} <= set(expected)
 
