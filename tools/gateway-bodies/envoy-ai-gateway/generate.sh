@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Make the Envoy AI Gateway bodies of tests/gateways/data/ again: build main.go inside the ai-gateway module at
+# the tag (it imports the module's internal packages; go.mod and go.sum as tagged, modules from the Go proxy)
+# and keep what its /metrics answers, unmodified. Durations differ from run to run; names, labels and counts
+# do not.
+set -euo pipefail
+TAG=${1:-v1.1.0}
+here=$(cd "$(dirname "$0")" && pwd)
+data=$(cd "$here/../../../tests/gateways/data" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+git clone --quiet --depth 1 --branch "$TAG" https://github.com/envoyproxy/ai-gateway "$work/ai-gateway"
+mkdir -p "$work/ai-gateway/cmd/promgen"
+cp "$here/main.go" "$work/ai-gateway/cmd/promgen/main.go"
+(cd "$work/ai-gateway" && go build -o "$work/promgen" ./cmd/promgen)
+"$work/promgen" >"$data/envoy-ai-gateway-$TAG.prom"
+"$work/promgen" -idle >"$data/envoy-ai-gateway-$TAG-idle.prom"
