@@ -1,4 +1,5 @@
-"""Gateway metrics (node role): tokens, requests, spend and budgets per tenant, from LLM gateways (LiteLLM).
+"""Gateway metrics (node role): tokens, requests, spend and budgets per tenant, from LLM gateways (LiteLLM,
+Envoy AI Gateway).
 
 The tenant is the first gateway label of `gateways.tenant_labels` that is set; at most
 `gateways.max_tenants_per_model` tenants per model keep their name, the rest are counted as tenant="other".
@@ -25,12 +26,14 @@ TOKENS = _c(
 REQUESTS = _c(
     "llm_gateway_requests_total",
     'Requests the gateway answered for a tenant and model, by outcome ("success", "rate_limited", '
-    '"client_error", "server_error", or "unknown" without a status code).',
+    '"client_error", "server_error", "unknown" without a status code, or "error": failed, with no class from '
+    "the gateway, as Envoy AI Gateway reports failures).",
     (*TENANT, "outcome"),
 )
 SPEND = _c(
     "llm_gateway_spend_total",
-    "What the gateway charged a tenant for a model, in `currency` (LiteLLM: USD, from its model price map).",
+    "What the gateway charged a tenant for a model, in `currency` (LiteLLM: USD, from its model price map; "
+    "Envoy AI Gateway reports none).",
     (*TENANT, "currency"),
 )
 BUDGET_REMAINING = _g(
