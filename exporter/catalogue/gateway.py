@@ -63,7 +63,8 @@ TENANTS_IDLE = _g(
 SERIES_DROPPED = _g(
     "llm_gateway_series_dropped",
     "Gateway samples left out at this scrape, by reason (no_model: not a model's request, e.g. a refused "
-    "scrape; no_tenant: none of gateways.tenant_labels set; tenant_too_long: a tenant name over 128 characters, "
+    "scrape; no_tenant: none of gateways.tenant_labels set; not_per_request: a request count of a release that "
+    "counts no requests (Envoy AI Gateway up to v0.3.0); tenant_too_long: a tenant name over 128 characters, "
     'counted as tenant="other"; budget_unnamed: a budget whose holder has no name '
     "but a key's hash; budget_over_limit: past gateways.max_tenants_per_model budgets of a scope, those with "
     "the most left).",

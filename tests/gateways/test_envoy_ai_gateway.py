@@ -81,6 +81,45 @@ def test_the_tenant_bound_folds_the_smallest_tenants_of_a_model() -> None:
     )
 
 
+TOKENS = [
+    f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-b",model="{BGE}",direction="prompt"}} 8',
+    f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-a",model="{LLAMA}",direction="generation"}} 45',
+    f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-a",model="{LLAMA}",direction="prompt"}} 42',
+    f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-b",model="{LLAMA}",direction="generation"}} 10',
+    f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-b",model="{LLAMA}",direction="prompt"}} 100',
+    f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-d",model="{LLAMA}",direction="generation"}} 6',
+    f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-d",model="{LLAMA}",direction="prompt"}} 50',
+]
+
+
+def test_v0_4_0_names_the_token_histogram_with_its_unit_and_reads_the_same() -> None:
+    # exporter v0.60.0 writes gen_ai_client_token_usage_token; the same requests give the same series as v1.1.0
+    body = (DATA / "envoy-ai-gateway-v0.4.0.prom").read_text()
+    assert "gen_ai_client_token_usage_token_sum{" in body and "gen_ai_client_token_usage_sum{" not in body
+    assert exposition(body, 50) == exposition(BODY, 50)
+
+
+def test_v0_3_0_gives_tokens_but_no_request_count() -> None:
+    # v0.3.0 records the request histogram when a backend is picked and at every response body chunk (team-c's
+    # 429 as a success): its count is no request count, and its series say so (gen_ai_system_name)
+    body = (DATA / "envoy-ai-gateway-v0.3.0.prom").read_text()
+    assert "gen_ai_system_name=" in body and "gen_ai_client_token_usage_token_sum{" in body
+    assert exposition(body, 50) == "\n".join(
+        [
+            *TOKENS,
+            'llm_gateway_series_dropped{gateway="aigw",reason="no_tenant"} 2',
+            'llm_gateway_series_dropped{gateway="aigw",reason="not_per_request"} 8',
+            'llm_gateway_up{gateway="aigw",kind="envoy_ai_gateway"} 1',
+        ]
+    )
+
+
+def test_the_release_table_names_each_token_histogram_the_reader_reads() -> None:
+    assert sorted(envoy_ai_gateway.TOKENS) == ["gen_ai_client_token_usage_sum", "gen_ai_client_token_usage_token_sum"]
+    assert sorted(envoy_ai_gateway.NOT_PER_REQUEST) == ["gen_ai_system_name"]
+    assert [r.first for r in envoy_ai_gateway.RELEASES if r.header_flag] == ["v0.3.0", "v0.4.0", "v0.5.0"]
+
+
 def test_without_the_mapped_label_in_tenant_labels_no_tenant_is_read() -> None:
     # LiteLLM's default labels name no tenant of Envoy AI Gateway: every sample read is dropped, and says why
     # (9 of input or output tokens, 6 of requests)
@@ -103,7 +142,8 @@ def test_each_body_is_detected_as_its_own_kind_only() -> None:
     assert [k.name for k in registry.KINDS.values() if k.detect(BODY)] == ["envoy_ai_gateway"]
     assert [k.name for k in registry.KINDS.values() if k.detect(LITELLM)] == ["litellm"]
     assert registry.detect(VLLM) is None
-    assert registry.detect(IDLE) is None  # a processor that served no request yet exposes only target_info
+    # a processor that served no request yet exposes only target_info, in every release made
+    assert [registry.detect(p.read_text()) for p in sorted(DATA.glob("envoy-ai-gateway-*-idle.prom"))] == [None] * 3
     assert config.GATEWAY_KINDS == ("auto", "litellm", "envoy_ai_gateway")
 
 

@@ -20,7 +20,9 @@ else
   git -C "$work/clone" archive "$TAG" | tar -x -C "$work/ai-gateway"
 fi
 mkdir -p "$work/ai-gateway/cmd/promgen"
-cp "$here/main.go" "$work/ai-gateway/cmd/promgen/main.go"
+src="$here/main-$TAG.go"  # a release whose metrics API differs from main.go's (v0.3.0)
+[ -f "$src" ] || src="$here/main.go"
+cp "$src" "$work/ai-gateway/cmd/promgen/main.go"
 (cd "$work/ai-gateway" && go build -buildvcs=false -o "$work/promgen" ./cmd/promgen)
 "$work/promgen" >"$data/envoy-ai-gateway-$TAG.prom"
 "$work/promgen" -idle >"$data/envoy-ai-gateway-$TAG-idle.prom"
