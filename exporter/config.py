@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from exporter import typed_loader, userinfo
 from exporter.engines.registry import EngineName
+from exporter.gateways import registry as gateway_registry
 from exporter.typed_loader import Loader
 
 # the loader's names that were defined here, for every importer of exporter.config
@@ -106,7 +107,7 @@ class Engines:
         return errors
 
 
-GATEWAY_KINDS = ("auto", "litellm")
+GATEWAY_KINDS = (gateway_registry.AUTO, *gateway_registry.NAMES)
 # the gateway labels a tenant is read from, in order: the first that is set names it
 DEFAULT_TENANT_LABELS = ("team_alias", "team", "api_key_alias", "user", "end_user")
 # labels that carry a key, a key's hash or a token: never a tenant name (a credential must not become a label)

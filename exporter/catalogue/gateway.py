@@ -1,4 +1,5 @@
-"""Gateway metrics (node role): tokens, requests, spend and budgets per tenant, from LLM gateways (LiteLLM).
+"""Gateway metrics (node role): tokens, requests, spend and budgets per tenant, from LLM gateways (LiteLLM,
+Envoy AI Gateway).
 
 The tenant is the first gateway label of `gateways.tenant_labels` that is set; at most
 `gateways.max_tenants_per_model` tenants per model keep their name, the rest are counted as tenant="other".
@@ -25,12 +26,14 @@ TOKENS = _c(
 REQUESTS = _c(
     "llm_gateway_requests_total",
     'Requests the gateway answered for a tenant and model, by outcome ("success", "rate_limited", '
-    '"client_error", "server_error", or "unknown" without a status code).',
+    '"client_error", "server_error", "unknown" without a status code, or "error": failed, with no class from '
+    "the gateway, as Envoy AI Gateway reports failures).",
     (*TENANT, "outcome"),
 )
 SPEND = _c(
     "llm_gateway_spend_total",
-    "What the gateway charged a tenant for a model, in `currency` (LiteLLM: USD, from its model price map).",
+    "What the gateway charged a tenant for a model, in `currency` (LiteLLM: USD, from its model price map; "
+    "Envoy AI Gateway reports none).",
     (*TENANT, "currency"),
 )
 BUDGET_REMAINING = _g(
@@ -60,7 +63,8 @@ TENANTS_IDLE = _g(
 SERIES_DROPPED = _g(
     "llm_gateway_series_dropped",
     "Gateway samples left out at this scrape, by reason (no_model: not a model's request, e.g. a refused "
-    "scrape; no_tenant: none of gateways.tenant_labels set; tenant_too_long: a tenant name over 128 characters, "
+    "scrape; no_tenant: none of gateways.tenant_labels set; not_per_request: a request count of a release that "
+    "counts no requests (Envoy AI Gateway up to v0.3.0); tenant_too_long: a tenant name over 128 characters, "
     'counted as tenant="other"; budget_unnamed: a budget whose holder has no name '
     "but a key's hash; budget_over_limit: past gateways.max_tenants_per_model budgets of a scope, those with "
     "the most left).",

@@ -21,8 +21,9 @@ from exporter.catalogue import gateway as m
 from exporter.config import Gateways, GatewayTarget
 from exporter.engines import parser
 from exporter.exposition import Family
-from exporter.gateways import litellm
-from exporter.gateways.tenants import OTHER, Folded, TenantBound
+from exporter.gateways import registry
+from exporter.gateways.reading import OTHER, Budget, Reading
+from exporter.gateways.tenants import Folded, TenantBound
 from exporter.sources import http
 
 log = logging.getLogger(__name__)
@@ -42,8 +43,9 @@ def from_target(target: GatewayTarget) -> Gateway:
     url, credentials = userinfo.split(target.url)
     parts = urlsplit(url)
     if parts.path.rstrip("/") == "":
-        # a base URL: LiteLLM mounts its metrics app at /metrics/ (and redirects /metrics there)
-        url = url.rstrip("/") + litellm.METRICS_PATH
+        # a base URL: read where its kind serves metrics (an `auto` one where LiteLLM mounts its metrics app)
+        kind = registry.KINDS.get(target.kind)
+        url = url.rstrip("/") + (kind.metrics_path if kind else registry.AUTO_METRICS_PATH)
     name = target.labels.get("gateway") or parts.netloc
     basic = target.basic_auth
     auth = (basic.username, "") if basic.username else credentials
@@ -55,7 +57,7 @@ class Scraped:
     gateway: Gateway
     kind: str  # "" when unknown
     error: str  # "" on success
-    reading: litellm.Reading | None = None
+    reading: Reading | None = None
     folded: Folded | None = None
 
 
@@ -74,7 +76,7 @@ class GatewayCollector:
         return build_families([self._scrape(g, deadline) for g in self._gateways], self._config.max_tenants_per_model)
 
     def _scrape(self, gateway: Gateway, deadline: float) -> Scraped:
-        kind = "" if gateway.kind == "auto" else gateway.kind
+        kind = registry.KINDS.get(gateway.kind)
         try:
             raw = http.get(
                 gateway.url,
@@ -86,19 +88,18 @@ class GatewayCollector:
                 else None,
             )
             body = raw.decode("utf-8", errors="replace")
-            if not kind and litellm.detect(body):
-                kind = "litellm"
-            if kind != "litellm":
+            kind = kind or registry.detect(body)
+            if kind is None:
                 return Scraped(gateway, "", "unknown_kind")
-            reading = litellm.read(body, self._config.tenant_labels)
+            reading = kind.read(body, self._config.tenant_labels)
         except http.FetchError as exc:
             log.debug("gateway %s: %s", gateway.url, exc)
-            return Scraped(gateway, kind, exc.reason)
+            return Scraped(gateway, kind.name if kind else "", exc.reason)
         except parser.ParseError as exc:
             log.debug("gateway %s: unparsable body (%s)", gateway.url, str(exc).split(":")[0])
-            return Scraped(gateway, kind, "parse")
+            return Scraped(gateway, kind.name if kind else "", "parse")
         folded = self._bounds[gateway.url].fold(reading.counts, time.monotonic())
-        return Scraped(gateway, kind, "", reading, folded)
+        return Scraped(gateway, kind.name, "", reading, folded)
 
 
 def _basic(gateway: Gateway) -> tuple[str, str] | None:
@@ -130,13 +131,13 @@ def build_families(scraped: list[Scraped], max_budgets_per_scope: int) -> list[F
                 elif key[0] == "requests":
                     requests.add((name, tenant, model, key[1]), value)
                 else:
-                    spend.add((name, tenant, model, litellm.CURRENCY), value)
+                    spend.add((name, tenant, model, s.reading.currency), value)
         for model, count in sorted(f.folded.items()):
             folded_f.add((name, model), float(count))
         for model, count in sorted(f.idle.items()):
             idle_f.add((name, model), float(count))
         dropped = dict(s.reading.dropped)
-        by_scope: dict[str, list[litellm.Budget]] = {}
+        by_scope: dict[str, list[Budget]] = {}
         for budget in s.reading.budgets:
             by_scope.setdefault(budget.scope, []).append(budget)
         for scope, budgets in sorted(by_scope.items()):
@@ -148,9 +149,9 @@ def build_families(scraped: list[Scraped], max_budgets_per_scope: int) -> list[F
                 )
             for b in sorted(budgets[:max_budgets_per_scope], key=lambda b: b.holder):
                 if b.remaining is not None:
-                    remaining.add((name, scope, b.holder, litellm.CURRENCY), b.remaining)
+                    remaining.add((name, scope, b.holder, s.reading.currency), b.remaining)
                 if b.limit is not None:
-                    limit.add((name, scope, b.holder, litellm.CURRENCY), b.limit)
+                    limit.add((name, scope, b.holder, s.reading.currency), b.limit)
         for reason, count in sorted(dropped.items()):
             dropped_f.add((name, reason), float(count))
     return [tokens, requests, spend, remaining, limit, folded_f, idle_f, dropped_f, up, error]

@@ -17,19 +17,16 @@ that matter here:
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from exporter.engines import parser
+from exporter.gateways.reading import Budget, Key, Reading
 
 RELEASE = "1.110.2"  # the release the names were taken from; the proxy exposes no version on /metrics
 PREFIX = "litellm_"
 METRICS_PATH = "/metrics/"  # a mounted app: /metrics answers 307 to it
 CURRENCY = "USD"  # LiteLLM prices in its model cost map are USD
 UNSET = frozenset({"", "None"})
-# the end user is whatever a client sends in `user`: a longer name is counted as tenant "other", not exported
-MAX_TENANT_LENGTH = 128
 
 TOKENS = {"litellm_input_tokens_metric_total": "prompt", "litellm_output_tokens_metric_total": "generation"}
 REQUESTS = "litellm_proxy_total_requests_metric_total"
@@ -42,29 +39,6 @@ BUDGETS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "end_user": ("litellm_remaining_customer_budget_metric", "litellm_customer_max_budget_metric", ("end_user",)),
 }
 WANTED = frozenset({*TOKENS, REQUESTS, SPEND, *(name for b in BUDGETS.values() for name in b[:2])})
-
-Key = tuple[str, ...]  # ("tokens", direction) | ("requests", outcome) | ("spend",)
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    scope: str
-    holder: str
-    remaining: float | None
-    limit: float | None
-
-
-@dataclass(slots=True)
-class Reading:
-    """One body's counts: (model, tenant) -> counter key -> value (summed over the labels not kept)."""
-
-    counts: dict[tuple[str, str], dict[Key, float]] = field(default_factory=dict)
-    budgets: list[Budget] = field(default_factory=list)
-    dropped: Counter[str] = field(default_factory=Counter)
-
-    def add(self, model: str, tenant: str, key: Key, value: float) -> None:
-        values = self.counts.setdefault((model, tenant), {})
-        values[key] = values.get(key, 0.0) + value
 
 
 def detect(body: str) -> bool:
@@ -93,7 +67,7 @@ def read(body: str, tenant_labels: Sequence[str]) -> Reading:
     """The tenants' counts and the budgets in a LiteLLM `/metrics` body; ParseError for a body that is not the
     text format."""
     parsed = parser.parse(body, WANTED, PREFIX).samples
-    reading = Reading()
+    reading = Reading(currency=CURRENCY)
 
     def each(name: str, model_labels: Sequence[str], key_of: str | None) -> None:
         for pairs, value in parsed.get(name, ()):
@@ -106,9 +80,7 @@ def read(body: str, tenant_labels: Sequence[str]) -> Reading:
             if not tenant:
                 reading.dropped["no_tenant"] += 1
                 continue
-            if len(tenant) > MAX_TENANT_LENGTH:
-                reading.dropped["tenant_too_long"] += 1
-                tenant = "other"
+            tenant = reading.tenant(tenant)
             key = (name, key_of) if key_of is not None else (name,)
             reading.add(model, tenant, _key(key, labels), value)
 

@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from exporter.gateways.litellm import Key
-
-OTHER = "other"
+from exporter.gateways.reading import OTHER, Key
 
 
 @dataclass(slots=True)

@@ -1,0 +1,42 @@
+"""What a gateway reader returns (pure data): per (model, tenant) counts, budgets, and what it left out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+OTHER = "other"  # the tenant of the counts past the bound, and of a name too long to export
+# a tenant is whatever a client sends (LiteLLM's `user`, a header the gateway maps to a label): a longer name is
+# counted as tenant "other", not exported
+MAX_TENANT_LENGTH = 128
+
+Key = tuple[str, ...]  # ("tokens", direction) | ("requests", outcome) | ("spend",)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    scope: str
+    holder: str
+    remaining: float | None
+    limit: float | None
+
+
+@dataclass(slots=True)
+class Reading:
+    """One body's counts: (model, tenant) -> counter key -> value (summed over the labels not kept)."""
+
+    counts: dict[tuple[str, str], dict[Key, float]] = field(default_factory=dict)
+    budgets: list[Budget] = field(default_factory=list)
+    dropped: Counter[str] = field(default_factory=Counter)
+    currency: str = ""  # of the spend and the budgets ("" when the gateway reports neither)
+
+    def add(self, model: str, tenant: str, key: Key, value: float) -> None:
+        values = self.counts.setdefault((model, tenant), {})
+        values[key] = values.get(key, 0.0) + value
+
+    def tenant(self, name: str) -> str:
+        """The tenant a set name is counted as: itself, or "other" past the length cap (counted as dropped)."""
+        if len(name) > MAX_TENANT_LENGTH:
+            self.dropped["tenant_too_long"] += 1
+            return OTHER
+        return name
