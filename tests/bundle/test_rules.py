@@ -59,6 +59,7 @@ CONTRACT = [
     "LLMRequestsRejected",
     "LLMContextOversized",
     "LLMSpeculativeDecodingAcceptanceLow",
+    "LLMTenantBudgetExhaustion",
 ]
 
 
