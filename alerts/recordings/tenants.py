@@ -25,13 +25,14 @@ Engines know no tenant and the gateway knows no GPU; the join is the model name.
   tokens of both directions: a tenant that sends long prompts and asks for short answers pays less a token.
 - `llm:model_gateway_token_coverage:ratio_rate1h{model}`: the gateway's tokens of an engine model over the
   engine's own: about 1 when every request goes through the gateway under that name, 0 when the gateway
-  counts none under the engine's name (a name that does not match).
+  counts none under the engine's name (a name that does not match); none for an engine that labels no model.
 
 The model names must match: the gateway's `model` (LiteLLM: the model its deployment asks the engine for, the
 `model` of `litellm_params` less its provider prefix: `openai/llama-3-8b` is `llama-3-8b`) and the engine's
-`model` (vLLM, SGLang, TensorRT-LLM: `--served-model-name`, else the path it loaded). A gateway model no
-engine serves under that name joins nothing: it has tokens and shares but no GPUs and no cost, never a wrong
-one. Engine models of one name in several namespaces are one model to the join (their GPUs summed).
+`model`, the engine's `model_name` label (vLLM and SGLang: the first `--served-model-name`, else the path it
+loaded; TGI and llama.cpp label no model, `model=""`, and join no gateway model). A gateway model no engine
+serves under that name joins nothing: it has tokens and shares but no GPUs and no cost, never a wrong one.
+Engine models of one name in several namespaces are one model to the join (their GPUs summed).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def _tenant_part(of: str, keep: str = "") -> str:
 
 def recordings(t: Thresholds) -> list[Recording]:
     del t  # no threshold: the window is in the names
-    engine_tokens = " + on (model) ".join(_per_model(c) for _, c in PHASES.values())
+    # an engine that labels no model (TGI, llama.cpp) has no name to match: no coverage either
+    engine_tokens = " + on (model) ".join(_per_model(c + '{model!=""}') for _, c in PHASES.values())
     return [
         Recording(
             TOKENS,
