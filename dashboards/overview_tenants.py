@@ -11,7 +11,6 @@ from dashboards.lib import Query, Row, timeseries
 
 _MODEL = 'model=~"$model"'
 _TOP = 10
-_HOLDER = "gateway, scope, tenant, currency"
 
 
 def _once(metric: str, labels: str) -> str:
@@ -105,26 +104,10 @@ tenants = Row(
                 )
             ],
             unit="percentunit",
-            width=12,
+            width=24,
             description="The gateway's tokens of each engine model over the engine's own, last hour. Near 100%: "
             "all traffic goes through the gateway. 0: the gateway counts nothing under the engine's model name "
             "(its model must be the engine's served model name): no tenant gets a cost for that model.",
-        ),
-        timeseries(
-            "Budget left",
-            [
-                Query(
-                    f"min by ({_HOLDER}) (llm_gateway_budget_remaining) / on ({_HOLDER}) "
-                    f"min by ({_HOLDER}) (llm_gateway_budget_limit)",
-                    "{{gateway}} {{scope}} {{tenant}}",
-                )
-            ],
-            unit="percentunit",
-            max_value=1,
-            width=12,
-            description="What is left of each budget the gateway enforces (team, key, user, end user), of its "
-            "limit. A line falling towards 0 before its reset is the alert LLMTenantBudgetExhaustion: raise the "
-            "budget or find the tenant's spend above.",
         ),
     ],
 )

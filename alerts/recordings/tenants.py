@@ -13,8 +13,9 @@ Engines know no tenant and the gateway knows no GPU; the join is the model name.
 - `llm:model_phase_share:ratio_rate1h{model, direction}`: how the model's engines split their request time
   between prefill (`prompt`) and decode (`generation`): the sums of the engines' per-request prefill and decode
   times (vLLM, TensorRT-LLM, LMDeploy). An engine that times neither (SGLang, TGI, llama.cpp) splits by its
-  prompt and generation tokens instead. A thousand prompt tokens, prefilled in one step, so cost less than a
-  thousand generated ones, each a decode step.
+  prompt and generation tokens instead. A thousand prompt tokens are prefilled in a few steps, a thousand
+  generated ones take a thousand decode steps: a prompt token costs less. With continuous batching requests
+  overlap: this is request time (how long a request holds its batch slot and KV cache), not GPU time.
 - `llm:tenant_gpus_allocated{gateway, tenant, model, direction}`: the model's GPU-seconds per second
   (`llm:model_gpus_allocated`) times the phase share times the tenant's share: the tenant's part of the GPUs
   the model holds. Summed over tenants and directions it is the GPUs of the model (all of them: the engine's
@@ -29,7 +30,7 @@ Engines know no tenant and the gateway knows no GPU; the join is the model name.
 
 The model names must match: the gateway's `model` (LiteLLM: the model its deployment asks the engine for, the
 `model` of `litellm_params` less its provider prefix: `openai/llama-3-8b` is `llama-3-8b`) and the engine's
-`model`, the engine's `model_name` label (vLLM and SGLang: the first `--served-model-name`, else the path it
+`model`, from its `model_name` label (vLLM and SGLang: the first `--served-model-name`, else the path it
 loaded; TGI and llama.cpp label no model, `model=""`, and join no gateway model). A gateway model no engine
 serves under that name joins nothing: it has tokens and shares but no GPUs and no cost, never a wrong one.
 Engine models of one name in several namespaces are one model to the join (their GPUs summed).
