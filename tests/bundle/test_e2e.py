@@ -150,6 +150,21 @@ def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
     assert [q.where for q in gpu_panels if query(prom, q.expr)] == []
 
 
+def test_the_gateways_tenants_share_the_gpu_of_the_model_they_asked_for(stack: dict[str, Any]) -> None:
+    prom = stack["prometheus"]
+    # the proxy's end users, through the exporter and the rules; the request without an end user is no tenant
+    wait_for(lambda: bool(query(prom, "llm:tenant_cost_per_second")), 60, "the tenants' cost")
+    rows = query(prom, "llm:tenant_cost_per_second")
+    assert {(r["metric"]["tenant"], r["metric"]["model"], r["metric"]["currency"]) for r in rows} == {
+        (t, "tiny", "USD") for t in ("ada", "alice", "bo", "bob")
+    }
+    # gateway model "tiny" joins the engine's served "tiny": together the tenants hold the model's GPU, and pay it
+    (held,) = query(prom, 'sum(llm:tenant_gpus_allocated) / sum(llm:model_gpus_allocated{model="tiny"})')
+    assert abs(float(held["value"][1]) - 1) < 1e-9
+    (paid,) = query(prom, 'sum(llm:tenant_cost_per_second) / sum(llm:model_cost_per_second{model="tiny"})')
+    assert abs(float(paid["value"][1]) - 1) < 1e-9
+
+
 def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> None:
     checker = Checker(HttpPrometheus(stack["prometheus"]))
     wait_for(lambda: bool(query(stack["prometheus"], "vllm:kv_cache_usage_perc")), 30, "the direct vLLM scrape")
