@@ -20,6 +20,9 @@ them. Names follow Prometheus' `level:metric:operations` convention for recorded
 - `llm-inference.cost`: GPU-seconds per model, tokens per GPU-hour, cost per million tokens
   and the idle cost of allocated GPUs that served no token, from the configured price per GPU-hour
   (`llm_gpu_price_per_second`, the cluster role's `cost.gpu_hour_prices`).
+- `llm-inference.tenants`: who used each model and what it cost: each tenant's share of the model's gateway
+  tokens (`llm_gateway_tokens_total`, prompt and generation apart) times the model's GPUs and cost, joined on
+  the model name (the module's docstring says what must match).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from alerts.model import Recording
-from alerts.recordings import bottleneck, capacity, cost, diagnosis, replicas, slo
+from alerts.recordings import bottleneck, capacity, cost, diagnosis, replicas, slo, tenants
 from alerts.recordings.slo import slo_error_ratio
 from alerts.thresholds import DEFAULT, Thresholds
 from exporter.promql.selectors import scoped
@@ -41,6 +44,7 @@ GROUPS: tuple[Callable[[Thresholds], list[Recording]], ...] = (
     bottleneck.recordings,
     capacity.recordings,
     cost.recordings,
+    tenants.recordings,
     diagnosis.recordings,
 )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from alerts.groups import audit, capacity_alerts, engine, exporter, gpu, gpu_health, placement, queries
+from alerts.groups import audit, budgets, capacity_alerts, engine, exporter, gpu, gpu_health, placement, queries
 from alerts.model import Alert
 from alerts.thresholds import DEFAULT, Thresholds
 from exporter.promql.selectors import scoped
@@ -30,6 +30,7 @@ GROUPS: tuple[Callable[[Thresholds], list[Alert]], ...] = (
     gpu_health.alerts,
     audit.alerts,
     capacity_alerts.alerts,
+    budgets.alerts,
 )
 
 

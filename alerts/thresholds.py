@@ -95,6 +95,11 @@ class Thresholds:
     context_oversized_for: str = "1h"
     spec_acceptance_floor: float = 0.3
     spec_acceptance_for: str = "15m"
+    # Gateway budgets: the remaining budget, extrapolated from its trend over this window, reaches 0 within
+    # the horizon (the spend rate of the last hours, held)
+    budget_trend_window: str = "6h"
+    budget_horizon_seconds: float = 86400
+    budget_exhaustion_for: str = "30m"
     # GPU: vLLM preallocates 90% of memory by default, so only the last few percent are alarming
     gpu_memory_ratio: float = 0.98
     gpu_memory_for: str = "10m"

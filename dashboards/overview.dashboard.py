@@ -3,8 +3,9 @@
 
 Read top to bottom: the diagnosis (the verdicts of `llm-exporter diagnose`), users (are they waiting?), queue
 (why?), engine (prefill or decode bound, cache pressure), GPU (memory, bandwidth), placement (can another
-replica be scheduled?), telemetry health (can these panels be trusted?). The rows are built in
-`overview_requests.py`, `overview_gpus.py` and `overview_operations.py`; this file orders them. Regenerate with
+replica be scheduled?), telemetry health (can these panels be trusted?), then capacity and cost, and the
+tenants behind the gateway. The rows are built in `overview_requests.py`, `overview_gpus.py`,
+`overview_operations.py` and `overview_tenants.py`; this file orders them. Regenerate with
 `python -m exporter.bundle`.
 """
 
@@ -14,6 +15,7 @@ from dashboards.lib import dashboard as build_dashboard
 from dashboards.overview_gpus import gpu, placement
 from dashboards.overview_operations import capacity, deployment_checks, health
 from dashboards.overview_requests import diagnosis, engine, queue, routing, users
+from dashboards.overview_tenants import tenants
 
 UID = "llm-inference-overview"
 
@@ -21,6 +23,6 @@ dashboard = build_dashboard(
     title="LLM inference: overview",
     uid=UID,
     description="Is anyone waiting on LLM inference, and why: users, queue, engine, GPU, placement, telemetry.",
-    rows=[diagnosis, users, queue, routing, engine, gpu, placement, health, deployment_checks, capacity],
+    rows=[diagnosis, users, queue, routing, engine, gpu, placement, health, deployment_checks, capacity, tenants],
     tags=["llm-inference-exporter", "llm", "vllm", "gpu"],
 )

@@ -19,6 +19,20 @@ SECTIONS = {
     "exporter": "Exporter",
 }
 
+# what the bundle's recording rules make of a section's metrics (the rules' modules say how)
+NOTES = {
+    "gateway": (
+        "The recording rules of `llm-inference.tenants` (`alerts/recordings/tenants.py`) join these to the GPUs",
+        "each model's engine pods hold, by model name ([gateways.md](gateways.md#cost-per-tenant) says what must",
+        "match): `llm:tenant_token_share:ratio_rate1h` (a tenant's share of the model's gateway tokens, prompt and",
+        "generation apart), `llm:model_phase_share:ratio_rate1h` (the engine's prefill and decode time),",
+        "`llm:tenant_gpus_allocated` (GPU-seconds per second), `llm:tenant_cost_per_second` and",
+        "`llm:tenant_cost_per_million_tokens:rate1h` (from `llm_gpu_price_per_second`), and",
+        "`llm:model_gateway_token_coverage:ratio_rate1h` (the gateway's tokens of a model over the engine's).",
+        "",
+    ),
+}
+
 
 def served(specs: Iterable[MetricSpec], renamed: tuple[renames.Rename, ...], version: str) -> list[MetricSpec]:
     """`specs`, each followed by its old name while `version` still serves it (marked deprecated)."""
@@ -48,7 +62,7 @@ def render() -> str:
                 f"| `{spec.name}` | {spec.type.value} | {spec.unit or '—'} | {labels} | {spec.stability.value} "
                 f"| {help_text} |"
             )
-        lines.append("")
+        lines += ["", *NOTES.get(subsystem, ())]
     lines += [
         "## vLLM sources per release",
         "",

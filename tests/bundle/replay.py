@@ -1,5 +1,6 @@
-"""A vLLM engine replayed from its recorded 0.32.0 body, the node role's configuration to scrape it, the rules
-with short `for`s, and what a webhook receiver got from Alertmanager: shared by the end-to-end tests."""
+"""A vLLM engine replayed from its recorded 0.32.0 body and a LiteLLM proxy from its recorded 1.110.2 body in
+front of it (both serve the model `tiny`), the node role's configuration to scrape them, the rules with short
+`for`s, and what a webhook receiver got from Alertmanager: shared by the end-to-end tests."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures/vllm/0.32.0.prom"
 # the same release's /v1/models answer, recorded from the real server with the same model
 MODELS = FIXTURE.with_name("0.32.0-enable-mfu-metrics.models.json")
 COUNTER = re.compile(r"^(vllm:\S+?(?:_total|_bucket|_count|_sum)(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
+# the LiteLLM proxy's body, recorded in front of a server of the same model name (tests/gateways/data/README.md)
+LITELLM = Path(__file__).resolve().parents[1] / "gateways/data/litellm-1.110.2.prom"
+LITELLM_COUNTER = re.compile(r"^(litellm_\S+?_total(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
 
 
 def vllm_body(scrape: int, waiting: int = 7) -> str:
@@ -47,10 +51,32 @@ class ReplayedVllm(FakeEngine):
         return 404, ""
 
 
-def node_config(engine: ReplayedVllm) -> dict[str, Any]:
-    """The node role's engines: the replayed vLLM, as pod demo/vllm-0 (the engine workload's first pod)."""
+class ReplayedLitellm(FakeEngine):
+    """LiteLLM 1.110.2 replayed: its recorded /metrics/ body, every counter growing with each scrape."""
+
+    def __init__(self) -> None:
+        self.scrapes = 0
+        super().__init__(self._answer)
+
+    def _answer(self, path: str) -> tuple[int, str]:
+        if path == "/metrics/":
+            self.scrapes += 1
+            n = self.scrapes
+            return 200, LITELLM_COUNTER.sub(lambda m: f"{m.group(1)} {float(m.group(2)) * n + n}", LITELLM.read_text())
+        return 404, ""
+
+
+def node_config(engine: ReplayedVllm, gateway: ReplayedLitellm | None = None) -> dict[str, Any]:
+    """The node role's engines: the replayed vLLM, as pod demo/vllm-0 (the engine workload's first pod); and the
+    replayed LiteLLM proxy in front of it (its end users as tenants, as the proxy was recorded)."""
     target = {"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}
-    return {"engines": {"timeout_seconds": 0.8, "targets": [target]}}
+    config: dict[str, Any] = {"engines": {"timeout_seconds": 0.8, "targets": [target]}}
+    if gateway is not None:
+        config["gateways"] = {
+            "targets": [{"url": gateway.url, "labels": {"gateway": "litellm"}}],
+            "tenant_labels": ["end_user"],
+        }
+    return config
 
 
 def fast_rules(path: Path) -> Path:

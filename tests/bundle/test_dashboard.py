@@ -64,6 +64,7 @@ def test_the_story_of_one_request_in_order() -> None:
         "Telemetry health",
         "Deployment checks",
         "Capacity",
+        "Tenants",
     ]
 
 

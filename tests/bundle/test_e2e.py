@@ -2,13 +2,13 @@
 rules and sends to a real Alertmanager, whose webhook lands in this test; every dashboard query returns data;
 `check` flags a query on a renamed vLLM metric.
 
-Peers: a loopback server replaying the recorded vLLM 0.32.0 body (counters growing with each scrape, 7
-requests waiting), the node role scraping it, on node gpu-0 (`NODE_NAME`, as the DaemonSet sets it) with two
-GPUs from the stub libnvidia-ml.so.1 and one pod attributed through a pod-resources socket; the cluster role
-against a real control plane (tests/kubecluster.py: kwok nodes, the real scheduler) with six free GPUs spread
-2/2/1/1 and a 4-GPU pod the scheduler leaves Pending. Prometheus adds no
-label: `node` on the GPU series comes from the exporter. Rules are rendered from the same source with short
-`for`s.
+Peers: a loopback server replaying the recorded vLLM 0.32.0 body (counters growing with each scrape, 7 requests
+waiting) and one replaying the LiteLLM 1.110.2 body recorded in front of a server of the same model (its end users
+are the tenants of the *Tenants* row), the node role scraping both, on node gpu-0 (`NODE_NAME`, as the DaemonSet
+sets it) with two GPUs from the stub libnvidia-ml.so.1 and one pod attributed through a pod-resources socket; the
+cluster role against a real control plane (tests/kubecluster.py: kwok nodes, the real scheduler) with six free GPUs
+spread 2/2/1/1 and a 4-GPU pod the scheduler leaves Pending. Prometheus adds no label: `node` on the GPU series
+comes from the exporter. Rules are rendered from the same source with short `for`s.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from exporter.cli import parser
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
-from tests.bundle.replay import ReplayedVllm, delivered, fast_rules, node_config
+from tests.bundle.replay import ReplayedLitellm, ReplayedVllm, delivered, fast_rules, node_config
 from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.kube.objects import pod
@@ -71,9 +71,9 @@ def serve(
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("e2e")
-    engine, webhook = ReplayedVllm(), Served()
+    engine, gateway, webhook = ReplayedVllm(), ReplayedLitellm(), Served()
     rules = fast_rules(tmp / "rules.yaml")
-    node_cfg = node_config(engine)
+    node_cfg = node_config(engine, gateway)
     assigned = {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}
     try:
         with ExitStack() as stack:
@@ -100,7 +100,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             deploy_engine(cluster, prom_url)  # the replica and route panels
             yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp, "kubeconfig": str(cluster.admin_kubeconfig)}
     finally:
-        for server in (engine, webhook):
+        for server in (engine, gateway, webhook):
             server.close()
 
 
@@ -148,6 +148,21 @@ def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
     gpu_panels = [q for q in other if "llm_gpu_" in q.expr and 'node=~"gpu-1"' in q.expr]
     assert gpu_panels
     assert [q.where for q in gpu_panels if query(prom, q.expr)] == []
+
+
+def test_the_gateways_tenants_share_the_gpu_of_the_model_they_asked_for(stack: dict[str, Any]) -> None:
+    prom = stack["prometheus"]
+    # the proxy's end users, through the exporter and the rules; the request without an end user is no tenant
+    wait_for(lambda: bool(query(prom, "llm:tenant_cost_per_second")), 60, "the tenants' cost")
+    rows = query(prom, "llm:tenant_cost_per_second")
+    assert {(r["metric"]["tenant"], r["metric"]["model"], r["metric"]["currency"]) for r in rows} == {
+        (t, "tiny", "USD") for t in ("ada", "alice", "bo", "bob")
+    }
+    # gateway model "tiny" joins the engine's served "tiny": together the tenants hold the model's GPU, and pay it
+    (held,) = query(prom, 'sum(llm:tenant_gpus_allocated) / sum(llm:model_gpus_allocated{model="tiny"})')
+    assert abs(float(held["value"][1]) - 1) < 1e-9
+    (paid,) = query(prom, 'sum(llm:tenant_cost_per_second) / sum(llm:model_cost_per_second{model="tiny"})')
+    assert abs(float(paid["value"][1]) - 1) < 1e-9
 
 
 def test_check_flags_a_query_on_a_renamed_vllm_metric(stack: dict[str, Any]) -> None:
