@@ -33,12 +33,17 @@ def _seconds(window: str) -> int:
     return int(window[:-1]) * unit
 
 
-def latency_error_ratio(histogram: str, seconds: float, window: str) -> str:
+def latency_error_ratio(histogram: str, seconds: float, window: str, fallbacks: tuple[float, ...] = ()) -> str:
     """The share of the observations of `histogram` above the bucket bound `seconds` over `window`, per model
-    (the SLO generators of exporter/bundle/slo.py write the same expression for Sloth)."""
-    good = f'{histogram}_bucket{{le="{bucket_bound(seconds)}"}}'
+    (the SLO generators of exporter/bundle/slo.py write the same expression for Sloth, one engine's bound each).
+    A model whose histogram has no bucket at `seconds` is measured at the first of `fallbacks` it has."""
+    goods = [
+        f'sum by ({MODEL}) (rate({histogram}_bucket{{le="{bucket_bound(bound)}"}}[{window}]))'
+        for bound in dict.fromkeys((seconds, *fallbacks))  # each bound once, in order
+    ]
     rate_all = f"sum by ({MODEL}) (rate({histogram}_count[{window}]))"
-    rate_good = f"sum by ({MODEL}) (rate({good}[{window}]))"
+    # `or` keeps a model's first bound that has series: the later ones only fill in models without it
+    rate_good = goods[0] if len(goods) == 1 else "(" + " or ".join(goods) + ")"
     # no traffic in the window: no sample (not NaN), so a silent model neither burns nor recovers budget
     return f"1 - {rate_good} / ({rate_all} > 0)"
 
@@ -48,7 +53,9 @@ def recordings(t: Thresholds) -> list[Recording]:
         Recording(
             slo_error_ratio(window),
             GROUP,
-            latency_error_ratio("llm_time_to_first_token_seconds", t.ttft_slo_seconds, window),
+            latency_error_ratio(
+                "llm_time_to_first_token_seconds", t.ttft_slo_seconds, window, t.ttft_slo_fallback_seconds
+            ),
         )
         for window in slo_windows(t)
     ]

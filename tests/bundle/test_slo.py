@@ -87,11 +87,16 @@ def test_sloth_rules_are_the_bundle_slo_for_vllm() -> None:
         if r.get("record") == "slo:sli_error:ratio_rate" + r["labels"].get("sloth_window", "")
     }
     assert set(slo_windows(DEFAULT)) <= set(ratios)
+    # the bundle's rule also reads the bound below for models without a 2.5 bucket (SGLang's): vLLM has one, so
+    # its share of the rule is the expression without the fallback
+    single = dataclasses.replace(DEFAULT, ttft_slo_fallback_seconds=())
     for window in slo_windows(DEFAULT):
-        ours = bundle[f"llm:ttft_slo_error_ratio:rate{window}"].replace(
+        ours = render_rule(single, f"llm:ttft_slo_error_ratio:rate{window}").replace(
             'job="llm-exporter"', 'job="llm-exporter", engine="vllm"'
         )
         assert ratios[window] == f"({ours})"
+        first_bound = render_rule(single, f"llm:ttft_slo_error_ratio:rate{window}").split(" / ")[0].removeprefix("1 - ")
+        assert bundle[f"llm:ttft_slo_error_ratio:rate{window}"].startswith(f"1 - ({first_bound} or ")
     objective = next(r["expr"] for r in rules if r.get("record") == "slo:objective:ratio")
     assert objective == f"vector({DEFAULT.ttft_slo_objective})"
     sloth_pairs: set[tuple[str, float, str]] = set()
@@ -119,6 +124,21 @@ def test_sloth_rules_of_a_rounded_objective_read_the_bound_below() -> None:
     text = (SLO / "sloth/sglang.yaml").read_text(encoding="utf-8")
     assert "# ttft: 2.5s is not a bucket bound of sglang:time_to_first_token_seconds" in text
     assert "measured at 2s (stricter)" in yaml.safe_load(text.split("\n", 1)[1])["slos"][0]["description"]
+
+
+def test_the_bundle_reads_each_engines_bound_at_or_below_the_objective() -> None:
+    """Every engine with a first-token histogram has the objective's bound or one of the fallbacks, the nearest
+    below it: no engine's burn-rate alerts read nothing, none reads a coarser bound than it has."""
+    seen = set()
+    for engine, histograms in BUCKETS.items():
+        ttft = histograms.get(m.TIME_TO_FIRST_TOKEN.name) if isinstance(histograms, dict) else None
+        if ttft is None:
+            continue
+        below = max(b for b in ttft["bounds"] if b <= DEFAULT.ttft_slo_seconds)
+        if below != DEFAULT.ttft_slo_seconds:
+            assert below in DEFAULT.ttft_slo_fallback_seconds, engine
+            seen.add(float(below))
+    assert seen == set(DEFAULT.ttft_slo_fallback_seconds)
 
 
 def render_rule(t: Any, name: str) -> str:
