@@ -112,7 +112,24 @@ EXPECTED: dict[str, dict[str, dict[str, str]]] = {
             "context-oversized": "pass",  # MAX_INPUT_TOKENS 2048
         }
     },
+    # GKE's Gemma on Triton with the TensorRT-LLM backend, started by a script from a ConfigMap: no engine the
+    # audit knows, but one GPU and HTTP on port 8000, so it is audited as engine "unknown"
+    "gke-triton-trtllm-gemma": {
+        "default/Deployment/triton-gemma-deployment": {
+            **NO_AUTOSCALER, **NO_FRONTEND, **NA_MANIFEST, **NO_DRAIN,
+            "no-readiness-probe": "pass",  # httpGet /v2/health/ready
+            "no-startup-probe": "pass",  # no startup probe, the liveness waits 600 + 60 × 5 = 900 s
+            "no-gpu-toleration": "unknown",  # tolerates only the key "key"
+            "time-slicing-user-facing": "unknown",
+            "round-robin-routing": "n/a",  # replicas: 1
+            "context-oversized": "unknown",  # engine-specific: not judged for an unknown engine
+        }
+    },
 }  # fmt: skip
+
+
+# The engine each audited workload runs, as the records' `engine` field gives it
+ENGINE = {"gke-triton-trtllm-gemma": "unknown", "gke-tgi-llama3-70b": "tgi"}
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
@@ -125,6 +142,21 @@ def test_corpus_verdicts(case: str) -> None:
     assert got == EXPECTED[case]
     assert rc == 1  # each has a failing check
     assert all(r["threshold_source"] == "default" for r in records)
+    assert {r["engine"] for r in records} == {ENGINE.get(case, "vllm")}
+
+
+def test_an_unknown_gpu_server_says_what_it_could_not_judge() -> None:
+    rc, out, _err = audit("-f", str(CORPUS / "gke-triton-trtllm-gemma"))
+    assert rc == 1
+    assert "  engine not recognised: not judged: context-oversized\n" in out
+    assert "1 engine workload(s) (1 of an unknown engine)" in out
+
+
+def test_a_client_of_an_engine_is_not_audited() -> None:
+    """OPEA's LLM microservice: `opea/llm-tgi`, no accelerator, no engine command: nothing to audit."""
+    rc, out, err = audit("-f", str(CORPUS / "opea-llm-uservice"), "--output", "json")
+    assert (rc, out) == (2, "")
+    assert "no engine workload found (1 Deployment/StatefulSet/LeaderWorkerSet read: default/Deployment/llm-uservice" in err
 
 
 def test_corpus_files_are_as_published() -> None:
