@@ -72,7 +72,8 @@ class Subject:
 
     workload: Workload
     engine_container: Container
-    engine: str  # "vllm", "sglang", ... ("" when only the annotation or a label said it is an engine)
+    engine: str  # "vllm", "sglang", ... ("" when only the annotation or a label said it is an engine, "unknown"
+    # for a GPU server whose engine is not recognised)
     measured: Measured
 
 
@@ -87,6 +88,9 @@ class Check:
     fix: str
     reads: tuple[str, ...]  # the object kinds it reads besides the workload
     evaluate: Evaluate
+    # whether it judges any engine alike (probes, drain, PDB, autoscaler, scheduling, ingress); one that reads
+    # the engine's own flags is not run on a GPU server whose engine is not recognised (engine "unknown")
+    engine_agnostic: bool
 
 
 def seconds(value: float) -> str:

@@ -12,10 +12,20 @@ A workload is an engine workload when one of its pod's containers is an engine a
    inside `sh -c "…"`);
 4. the image: its repository path split into words (`/`, `-`, `_`, `.`) contains one of an engine's
    `image_words` (`vllm`, `sglang`, `text-generation-inference`, `lmdeploy`, `llama.cpp`, `tensorrt-llm`/`trtllm`,
-   `tgi`). Template placeholders (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
+   `tgi`), alone or followed by a version (`neuron-sdk2.20-vllm0.5.0-neuron`). Template placeholders (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
    `${REGISTRY}/vllm-openai:${TAG}` is still vLLM and an image that is only a placeholder leaves the
    decision to the command, the labels and the ports;
 5. a container port named after an engine (`vllm`, `sglang`, `tgi`, ...).
+
+The image (4) and port names (5) make a container an engine only when it requests an accelerator (any
+vendor's: `exporter.k8s.accelerators`) or says it runs the engine itself on the CPU (`cpu` or `server` in
+its image or tag, `--device cpu`, the engine's context flag in its arguments): a client of an engine named
+after it (OPEA's `opea/llm-vllm` microservice) is none. In a pod known to be an engine's (1, 2) they still
+name the engine.
+
+6. any other container that requests an accelerator and serves HTTP (a containerPort, or an httpGet probe)
+   is a GPU server of an engine the audit does not know (Triton, a NIM-like wrapper, a bespoke server): it is
+   audited as engine `unknown` by the checks that do not depend on the engine (`Check.engine_agnostic`).
 
 What names an engine is part of its record (`exporter.engines.engine.Engine`), read here from the registry.
 
@@ -37,6 +47,7 @@ from exporter.k8s.selectors import Selector
 from exporter.k8s.workloads import Container, Workload
 
 SCRAPE_ANNOTATION = "llm-exporter.io/scrape"
+UNKNOWN = "unknown"  # the engine of a GPU server whose engine is not recognised
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,10 @@ _IMAGE_WORDS = {word: e.name for e in ENGINES.values() for word in e.image_words
 _COMMANDS = tuple((e.command, e.name) for e in ENGINES.values() if e.command is not None)
 _ROUTER_WORDS = {"router", "epp", "gateway", "adapter", "syncer", "picker", "scheduler", "envoy", "proxy"}
 _ROUTER_ARGS = re.compile(r"--routing-logic\b|--pool-name\b|-poolName\b|--poolName\b|\bepp\b")
+_VERSIONED = re.compile(r"^(?P<word>[a-z][a-z]*?)v?\d+$")  # `vllm0` of `vllm0.5.0`, `sglang0` of `sglang0.4`
+_SELF_SERVING_WORDS = {"cpu", "server"}  # `vllm-cpu`, `llama.cpp:server`: the image runs the engine itself
+_CPU_DEVICE = re.compile(r"--device(=|\s+)cpu\b")
+_CONTEXT_FLAGS = {e.name: e.context_args for e in ENGINES.values()}
 
 
 def image_words(image: str) -> list[str]:
@@ -68,13 +83,21 @@ def image_words(image: str) -> list[str]:
     return [w for w in re.split(r"[/\-_.:\s]+", path.lower()) if w]
 
 
+def _word_engine(word: str) -> str | None:
+    """The engine an image word names: the word itself, or the word followed by a version (`vllm0`)."""
+    if word in _IMAGE_WORDS:
+        return _IMAGE_WORDS[word]
+    versioned = _VERSIONED.match(word)
+    return _IMAGE_WORDS.get(versioned.group("word")) if versioned else None
+
+
 def image_engine(image: str) -> str | None:
     words = image_words(image)
     joined = " ".join(words)
     for phrase, engine in _IMAGE_PHRASES.items():
         if phrase in joined:
             return engine
-    return next((_IMAGE_WORDS[w] for w in words if w in _IMAGE_WORDS), None)
+    return next((e for e in map(_word_engine, words) if e), None)
 
 
 def argv_engine(c: Container) -> str | None:
@@ -87,14 +110,38 @@ def is_router(c: Container) -> bool:
     return bool(words & _ROUTER_WORDS) or bool(_ROUTER_ARGS.search(" ".join(c.argv)))
 
 
-def container_engine(c: Container) -> str | None:
-    """The engine a container runs, from its command, image or port names; None for routers and the rest."""
+def named_engine(c: Container) -> str | None:
+    """The engine a container's command, image or port names name; None for routers and the rest."""
     if is_router(c):
         return None
     engine = c.engine or argv_engine(c) or image_engine(c.image)
     if engine:
         return engine
     return next((name for name, _ in c.ports if name in ENGINES), None)
+
+
+def _serves_itself(c: Container, engine: str) -> bool:
+    """Whether a container without an accelerator says it runs `engine` itself (on the CPU), not a client."""
+    words = set(re.split(r"[/\-_.:@\s]+", _PLACEHOLDER.sub(" ", c.image).lower()))
+    argv = " ".join(c.argv)
+    flags = _CONTEXT_FLAGS.get(engine, ())
+    return bool(words & _SELF_SERVING_WORDS) or bool(_CPU_DEVICE.search(argv)) or any(f in c.argv for f in flags)
+
+
+def container_engine(c: Container) -> str | None:
+    """The engine a container runs: named by its command (or its operator), or by its image or port names
+    when it requests an accelerator or says it serves the engine itself; None for clients, routers and the rest."""
+    engine = named_engine(c)
+    if engine is None or c.gpus or c.engine or argv_engine(c) or _serves_itself(c, engine):
+        return engine
+    return None
+
+
+def gpu_server(c: Container) -> bool:
+    """A container that requests an accelerator and serves HTTP (a containerPort or an httpGet probe)."""
+    probes = (c.readiness, c.liveness, c.startup)
+    serves = bool(c.ports) or any(p is not None and p.kind == "httpGet" for p in probes)
+    return bool(c.gpus) and serves and not is_router(c)
 
 
 def _opted(annotations: Mapping[str, str], key: str) -> bool | None:
@@ -104,32 +151,58 @@ def _opted(annotations: Mapping[str, str], key: str) -> bool | None:
 
 def engine_container(w: Workload, how: Recognition = DEFAULT) -> Container | None:
     """The engine container of an engine workload (the first one found), None when `w` is not one."""
-    opted = _opted(w.pod.annotations, how.annotation)
-    if opted is None:
-        opted = _opted(w.annotations, how.annotation)
+    opted = _opted_in(w, how)
     if opted is False:
         return None
     containers = [c for pod in w.pods for c in pod.containers]
+    return serving_container(containers, _engine_pod(w, how))
+
+
+def _opted_in(w: Workload, how: Recognition) -> bool | None:
+    opted = _opted(w.pod.annotations, how.annotation)
+    return _opted(w.annotations, how.annotation) if opted is None else opted
+
+
+def _engine_pod(w: Workload, how: Recognition) -> bool:
+    """Whether the annotation or an engine's label says the workload's pods are an engine's."""
     labelled = (
         w.pod.labels.get("llm-d.ai/inferenceServing") == "true"
         or "model.aibrix.ai/name" in w.pod.labels
         or (how.selector is not None and how.selector.matches(w.pod.labels))
     )
-    return serving_container(containers, bool(opted or labelled))
+    return bool(_opted_in(w, how) or labelled)
 
 
 def serving_container(containers: Sequence[Container], engine_pod: bool = True) -> Container | None:
-    """The first container an engine's command, image or port names; else, in a pod known to be an engine's
-    (opted in or selected), the first that is no router; else None."""
+    """The first container that runs an engine (`container_engine`; in a pod known to be an engine's, opted in
+    or selected, the first its command, image or port names name); else, in such a pod, the first that is no
+    router; else the first GPU server (`gpu_server`); else None."""
+    known = named_engine if engine_pod else container_engine
     for c in containers:
-        if container_engine(c):
+        if known(c):
             return c
     if engine_pod:
         return next((c for c in containers if not is_router(c)), None)
-    return None
+    return next((c for c in containers if gpu_server(c)), None)
+
+
+def engine_name(c: Container, engine_pod: bool) -> str:
+    """The engine of a serving container: its name (`vllm`, ...); in a pod known to be an engine's, the one its
+    image or ports name, else "" (only the annotation or a label said it is one); `unknown` for a GPU server."""
+    engine = container_engine(c) or (named_engine(c) if engine_pod else None)
+    if engine:
+        return engine
+    return "" if engine_pod else UNKNOWN
+
+
+def serving(w: Workload, how: Recognition = DEFAULT) -> tuple[Container, str] | None:
+    """The engine container of an engine workload and its engine's name (see `engine_name`); None for others."""
+    c = engine_container(w, how)
+    return None if c is None else (c, engine_name(c, _engine_pod(w, how)))
 
 
 def engine_of(w: Workload, how: Recognition = DEFAULT) -> str:
-    """The engine's name (`vllm`, `sglang`, ...), "" when only the annotation or a label said it is one."""
-    c = engine_container(w, how)
-    return (container_engine(c) or "") if c else ""
+    """The engine's name (`vllm`, `sglang`, ...), "" when only the annotation or a label said it is one, and
+    `unknown` for a GPU server whose engine is not recognised."""
+    found = serving(w, how)
+    return found[1] if found else ""

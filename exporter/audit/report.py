@@ -8,7 +8,7 @@ from typing import TextIO
 
 from exporter import sarif
 from exporter.audit.checks import CHECKS
-from exporter.audit.run import Finding
+from exporter.audit.run import Finding, not_judged
 
 _MARK = {"fail": "FAIL", "unknown": "????", "pass": "ok  ", "n/a": "n/a "}
 
@@ -25,6 +25,8 @@ def write_text(findings: Sequence[Finding], out: TextIO, verbose: bool = False) 
             where = f"  ({w.source.file}:{w.source.line})" if w.source.file else ""
             out.write(f"{head}{where}\n")
             current = head
+            if unjudged := not_judged(f.engine):
+                out.write(f"  engine not recognised: not judged: {', '.join(unjudged)}\n")
         source = (
             f" [threshold {f.outcome.threshold.value:g} s, {f.outcome.threshold.source}]" if f.outcome.threshold else ""
         )
@@ -35,8 +37,10 @@ def write_text(findings: Sequence[Finding], out: TextIO, verbose: bool = False) 
                 out.write(f"      edit: {f.workload.kind} {f.workload.name}: {f.field}\n")
     counts = {s: sum(1 for f in findings if f.outcome.status == s) for s in ("fail", "unknown", "pass", "n/a")}
     workloads = len({(f.workload.namespace, f.workload.kind, f.workload.name) for f in findings})
+    unknown = len({(f.workload.namespace, f.workload.kind, f.workload.name) for f in findings if not_judged(f.engine)})
     out.write(
-        f"{workloads} engine workload(s): {counts['fail']} failing, {counts['unknown']} unknown, "
+        f"{workloads} engine workload(s){f' ({unknown} of an unknown engine)' if unknown else ''}: "
+        f"{counts['fail']} failing, {counts['unknown']} unknown, "
         f"{counts['pass']} passing, {counts['n/a']} not applicable\n"
     )
 

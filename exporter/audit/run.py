@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from exporter.audit.base import Check, Measured, Outcome, Subject, na, unknown
 from exporter.audit.checks import CHECKS
 from exporter.audit.model import Surroundings
-from exporter.audit.recognise import DEFAULT, Recognition, container_engine, engine_container
+from exporter.audit.recognise import DEFAULT, UNKNOWN, Recognition, engine_container, serving
 from exporter.k8s.workloads import Workload
 
 NOTHING_MEASURED = Measured()
@@ -28,6 +28,7 @@ class Finding:
     workload: Workload
     check: Check
     outcome: Outcome
+    engine: str = ""  # the workload's engine (`Subject.engine`): "unknown" for a GPU server not recognised
 
     def record(self) -> dict[str, str | float | None]:
         """The JSON record of the command's `--output json` (the issue's fields), plus detail and threshold."""
@@ -45,6 +46,7 @@ class Finding:
             "detail": o.detail,
             "threshold": None if o.threshold is None else o.threshold.value,  # seconds (tokens: context)
             "field": self.field,
+            "engine": self.engine,
         }
 
     @property
@@ -79,23 +81,34 @@ def audit_workload(
     how: Recognition = DEFAULT,
 ) -> list[Finding]:
     """The findings of `w` (an engine workload: [] when it is not one)."""
-    c = engine_container(w, how)
-    if c is None:
+    found = serving(w, how)
+    if found is None:
         return []
-    subject = Subject(w, c, container_engine(c) or "", measured)
+    subject = Subject(w, *found, measured)
     opted_out = skipped(w)
     return [
         Finding(
             w,
             check,
             na(f"skipped by {SKIP_ANNOTATION}") if check.id in opted_out else _evaluate(check, subject, around),
+            subject.engine,
         )
         for check in checks
     ]
 
 
+def not_judged(engine: str, checks: Sequence[Check] = CHECKS) -> list[str]:
+    """The ids of the checks that need to know the engine, for a workload of `engine`: all of them for
+    "unknown", none otherwise."""
+    return [c.id for c in checks if not c.engine_agnostic] if engine == UNKNOWN else []
+
+
 def _evaluate(check: Check, subject: Subject, around: Surroundings) -> Outcome:
     """The check's outcome; an object shaped as no check expected makes that one check unknown, not the audit."""
+    if subject.engine == UNKNOWN and not check.engine_agnostic:
+        return unknown(
+            "engine not recognised from the command, image or ports: this check reads the engine's own flags"
+        )
     try:
         return check.evaluate(subject, around)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:

@@ -28,7 +28,7 @@ from functools import cache
 from typing import Any
 
 from exporter import userinfo
-from exporter.audit.recognise import container_engine, image_engine, serving_container
+from exporter.audit.recognise import image_engine, named_engine, serving_container
 from exporter.catalogue import replicas as spec
 from exporter.engines.engine import Engine
 from exporter.engines.registry import ENGINES
@@ -101,7 +101,7 @@ def read(pod: Mapping[str, Any], engine_annotation: str = "") -> ModelInfo:
     if c is None:
         return ModelInfo()
     annotated = strs(as_dict(pod.get("metadata")).get("annotations")).get(engine_annotation, "")
-    engine = container_engine(c) or (annotated if annotated in ENGINES else "")
+    engine = named_engine(c) or (annotated if annotated in ENGINES else "")
     image = c.image if len(c.image) <= MAX_VALUE else ""
     digest = images.status_digests(pod).get(c.name) or images.digest(c.image)
     record = ENGINES.get(engine)

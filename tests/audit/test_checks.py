@@ -256,7 +256,7 @@ def test_a_check_that_cannot_read_an_object_is_unknown_alone() -> None:
 
     inv = inventory.build(healthy())
     (w,) = engines(inv.workloads)
-    odd = Check("odd", "warning", "Reason.", "Fix.", (), broken)
+    odd = Check("odd", "warning", "Reason.", "Fix.", (), broken, engine_agnostic=True)
     (finding,) = audit_workload(w, inv.around, NOTHING, checks=[odd])
     assert (finding.outcome.status, finding.outcome.detail) == (
         "unknown",

@@ -57,6 +57,7 @@ def test_failing_exit_1_and_json_fields(tmp_path: Path) -> None:
         "detail": "container vllm has no lifecycle.preStop",
         "threshold": None,
         "field": None,
+        "engine": "vllm",
     }
     (grace,) = [r for r in records if r["check"] == "grace-period-short"]
     assert (grace["status"], grace["threshold"], grace["threshold_source"]) == ("pass", 30.0, "default")

@@ -156,7 +156,10 @@ def test_a_client_of_an_engine_is_not_audited() -> None:
     """OPEA's LLM microservice: `opea/llm-tgi`, no accelerator, no engine command: nothing to audit."""
     rc, out, err = audit("-f", str(CORPUS / "opea-llm-uservice"), "--output", "json")
     assert (rc, out) == (2, "")
-    assert "no engine workload found (1 Deployment/StatefulSet/LeaderWorkerSet read: default/Deployment/llm-uservice" in err
+    assert (
+        "no engine workload found (1 Deployment/StatefulSet/LeaderWorkerSet read: default/Deployment/llm-uservice"
+        in err
+    )
 
 
 def test_corpus_files_are_as_published() -> None:

@@ -30,6 +30,10 @@ from tests.audit import objects as o
         ("$(IMAGE)", None),
         ("nginx:1.27", None),
         ("python:3.11-slim", None),
+        # an engine word followed by its version
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/neuron-sdk2.20-vllm0.5.0-neuron:latest", "vllm"),
+        ("registry.example.com/sglang0.4.6-cu124:1", "sglang"),
+        ("registry.example.com/vllmx:1", None),  # not a version: another word
     ],
 )
 def test_image_words(image: str, engine: str | None) -> None:
@@ -52,8 +56,12 @@ def test_the_command_decides_where_the_image_cannot() -> None:
     triton = o.changed(o.engine(), image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
                        command=["trtllm-serve", "/models/llama"], args=[])  # fmt: skip
     assert engine_of(workload(triton)) == "trtllm"
+    # a GPU and HTTP, and nothing that names an engine: a GPU server of an unknown engine
     nothing = o.changed(o.engine(), image="$(IMAGE)", args=[])
-    assert engine_container(workload(nothing)) is None
+    assert engine_of(workload(nothing)) == "unknown"
+    silent = o.changed(o.engine(), image="$(IMAGE)", args=[], ports=None, readinessProbe=None, livenessProbe=None,
+                       startupProbe=None)  # fmt: skip
+    assert engine_container(workload(silent)) is None  # serves no HTTP that the manifest shows
     port = o.changed(o.engine(), image="$(IMAGE)", args=[], ports=[{"name": "sglang", "containerPort": 30000}])
     assert engine_of(workload(port)) == "sglang"
 
@@ -102,8 +110,8 @@ def test_an_adapter_sidecar_does_not_hide_the_engine() -> None:
 
 
 def test_annotation_and_labels() -> None:
-    generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[])
-    assert engine_container(workload(generic)) is None
+    generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[], resources=NO_GPU)
+    assert engine_container(workload(generic)) is None  # no engine named, no accelerator
     opted = o.changed(generic)
     opted["spec"]["template"]["metadata"]["annotations"] = {"llm-exporter.io/scrape": "true"}
     assert engine_container(workload(opted)) is not None and engine_of(workload(opted)) == ""
@@ -134,7 +142,7 @@ def test_the_cluster_roles_own_engine_selection_counts() -> None:
     from exporter.audit.recognise import Recognition
     from exporter.k8s.selectors import parse_label_selector
 
-    generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[])
+    generic = o.changed(o.engine(), image="registry.internal/ml/serving:42", args=[], resources=NO_GPU)
     generic["spec"]["template"]["metadata"]["labels"]["tier"] = "inference"
     selected = Recognition(selector=parse_label_selector("tier in (inference, serving),app"))
     assert engine_container(workload(generic)) is None
@@ -168,3 +176,52 @@ def test_a_malformed_label_selector() -> None:
 
     with pytest.raises(ValueError, match="not a label selector term: 'app ~ vllm'"):
         parse_label_selector("app ~ vllm")
+
+
+NO_GPU = {"limits": {"cpu": "2"}}
+
+
+@pytest.mark.parametrize(
+    ("image", "command", "args"),
+    [
+        ("opea/llm-vllm:latest", [], []),  # OPEA's LLM microservice, a client of the vLLM Service
+        ("opea/llm-tgi:latest", [], []),
+        ("registry.example.com/team/sglang-client:1", ["python", "app.py"], ["--url", "http://sglang:30000"]),
+    ],
+)
+def test_a_client_named_after_an_engine_is_no_engine(image: str, command: list[str], args: list[str]) -> None:
+    client = o.changed(o.engine(), image=image, command=command, args=args, resources=NO_GPU,
+                       ports=[{"name": "vllm", "containerPort": 9000}])  # fmt: skip
+    assert engine_container(workload(client)) is None
+    with_gpu = o.changed(client, resources={"limits": {"amd.com/gpu": "1"}})
+    assert engine_of(workload(with_gpu)) in ("vllm", "tgi", "sglang")  # an accelerator makes the word count
+
+
+@pytest.mark.parametrize(
+    ("image", "command", "args", "engine"),
+    [
+        ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9.1", [], ["--model", "m"], "vllm"),
+        ("vllm/vllm-openai:v0.10.0", [], ["--model", "m", "--device", "cpu"], "vllm"),
+        ("python:3.11", ["python", "-m", "vllm.entrypoints.openai.api_server"], ["--model", "m"], "vllm"),
+        ("vllm/vllm-openai:v0.10.0", [], ["--model", "m", "--max-model-len", "4096"], "vllm"),
+        ("ghcr.io/ggml-org/llama.cpp:server", [], ["-m", "/models/m.gguf", "--port", "8080"], "llamacpp"),
+        ("ghcr.io/ggml-org/llama.cpp:full", ["llama-server"], ["-m", "/models/m.gguf"], "llamacpp"),
+    ],
+)
+def test_an_engine_on_the_cpu_is_an_engine(image: str, command: list[str], args: list[str], engine: str) -> None:
+    cpu = o.changed(o.engine(), image=image, command=command or None, args=args, resources=NO_GPU)
+    assert engine_of(workload(cpu)) == engine
+
+
+@pytest.mark.parametrize(
+    "resource",
+    ["nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuroncore", "gpu.intel.com/i915"],
+)
+def test_a_gpu_server_of_any_vendor_is_audited_as_unknown(resource: str) -> None:
+    triton = o.changed(o.engine(), image="nvcr.io/nvidia/tritonserver:25.01-py3", args=[],
+                       command=["/scripts/entrypoint.sh"], resources={"limits": {resource: "1"}})  # fmt: skip
+    assert engine_of(workload(triton)) == "unknown"
+    probe_only = o.changed(triton, ports=None)  # a readinessProbe with httpGet is enough
+    assert engine_of(workload(probe_only)) == "unknown"
+    router = o.changed(triton, image="registry.example.com/llm-router:1")
+    assert engine_container(workload(router)) is None

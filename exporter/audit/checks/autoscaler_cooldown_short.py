@@ -65,4 +65,5 @@ CHECK = Check(
     "cold start (llm_replica_startup_seconds p90; 600 s when not measured).",
     reads=("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

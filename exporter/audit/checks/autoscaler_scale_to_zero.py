@@ -33,4 +33,5 @@ CHECK = Check(
     'a batch workload that may scale to zero opts out with llm-exporter.io/audit-skip: "autoscaler-scale-to-zero".',
     reads=("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -37,4 +37,5 @@ CHECK = Check(
     "utilisation metrics.",
     reads=("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

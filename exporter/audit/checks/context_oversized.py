@@ -56,4 +56,5 @@ CHECK = Check(
     "llama-server --ctx-size) to the longest real prompt plus the longest answer.",
     reads=(),
     evaluate=evaluate,
+    engine_agnostic=False,
 )

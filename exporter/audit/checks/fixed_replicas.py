@@ -22,4 +22,5 @@ CHECK = Check(
     "measured cold start, or opt out with llm-exporter.io/audit-skip if the count is deliberate.",
     reads=("HorizontalPodAutoscaler", "ScaledObject", "PodAutoscaler"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -30,4 +30,5 @@ CHECK = Check(
     "engine pods the matching toleration.",
     reads=("Node", "Pod"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -28,4 +28,5 @@ CHECK = Check(
     "than 30 s when not measured), plus the preStop hook's sleep.",
     reads=(),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

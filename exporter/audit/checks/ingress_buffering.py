@@ -29,4 +29,5 @@ CHECK = Check(
     'nginx.org/proxy-buffering: "false").',
     reads=("Ingress", "Service"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

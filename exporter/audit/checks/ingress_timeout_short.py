@@ -43,4 +43,5 @@ CHECK = Check(
     "ALB idle timeout, a GKE BackendConfig's timeoutSec); 60 s when not measured.",
     reads=("Ingress", "HTTPRoute", "Route", "Service", "InferencePool", "BackendConfig"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

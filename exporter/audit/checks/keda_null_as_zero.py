@@ -35,4 +35,5 @@ CHECK = Check(
     "fallback (replicas, behavior: currentReplicasIfHigher) that holds capacity meanwhile.",
     reads=("ScaledObject",),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -38,4 +38,5 @@ CHECK = Check(
     "Exists; effect NoSchedule).",
     reads=(),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

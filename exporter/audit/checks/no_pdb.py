@@ -22,4 +22,5 @@ CHECK = Check(
     "capacity the traffic needs).",
     reads=("PodDisruptionBudget",),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -21,4 +21,5 @@ CHECK = Check(
     "script that waits for the engine's running requests to finish), within the grace period.",
     reads=(),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -22,4 +22,5 @@ CHECK = Check(
     "serving port; llama-server: /health).",
     reads=(),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -38,4 +38,5 @@ CHECK = Check(
     "failureThreshold exceeds the measured start-up (llm_replica_startup_seconds p90; 600 s when not measured).",
     reads=(),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -38,4 +38,5 @@ CHECK = Check(
     "them; only the engines should tolerate the taint.",
     reads=("Node", "Pod"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

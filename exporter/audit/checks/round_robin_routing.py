@@ -54,4 +54,5 @@ CHECK = Check(
     "or a router with session/prefix/KV-aware routing (vLLM production-stack --routing-logic prefixaware).",
     reads=("Service", "InferencePool", "Deployment"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )

@@ -50,4 +50,5 @@ CHECK = Check(
     "nodes for development (a batch workload opts out with llm-exporter.io/audit-skip).",
     reads=("Node", "Pod"),
     evaluate=evaluate,
+    engine_agnostic=True,
 )
