@@ -9,8 +9,8 @@ they are the workload's measurements (start-up p90, request p99), and each findi
 
 Exit status: 0 when no check fails, 1 when one does, 2 on bad input: a file that cannot be read or parsed
 (named with its position; the other files are still audited and reported), a cluster or Prometheus that
-cannot be reached, or nothing to audit (no engine workload found: a CI job pointed at the wrong directory
-must not pass). Kinds no check reads are skipped with a note on stderr.
+cannot be reached, or nothing to audit (neither an engine workload nor a GPU server found: a CI job pointed
+at the wrong directory must not pass). Kinds no check reads are skipped with a note on stderr.
 """
 
 from __future__ import annotations
@@ -175,8 +175,8 @@ def run(
         print(
             f"audit: no engine workload found ({len(inv.workloads)} Deployment/StatefulSet/LeaderWorkerSet read"
             f"{': ' + seen if seen else ''}{' …' if len(inv.workloads) > 5 else ''}; none runs an engine by its "
-            "image, command, ports, labels or the llm-exporter.io/scrape annotation); nothing audited"
-            + ("" if clean else " (and the files named above could not be read)"),
+            "image, command, ports, labels or the llm-exporter.io/scrape annotation, and none serves HTTP on an "
+            "accelerator); nothing audited" + ("" if clean else " (and the files named above could not be read)"),
             file=err,
         )
         return 2

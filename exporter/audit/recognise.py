@@ -12,7 +12,8 @@ A workload is an engine workload when one of its pod's containers is an engine a
    inside `sh -c "…"`);
 4. the image: its repository path split into words (`/`, `-`, `_`, `.`) contains one of an engine's
    `image_words` (`vllm`, `sglang`, `text-generation-inference`, `lmdeploy`, `llama.cpp`, `tensorrt-llm`/`trtllm`,
-   `tgi`), alone or followed by a version (`neuron-sdk2.20-vllm0.5.0-neuron`). Template placeholders (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
+   `tgi`), alone or followed by a version (`neuron-sdk2.20-vllm0.5.0-neuron`). Template placeholders
+   (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
    `${REGISTRY}/vllm-openai:${TAG}` is still vLLM and an image that is only a placeholder leaves the
    decision to the command, the labels and the ports;
 5. a container port named after an engine (`vllm`, `sglang`, `tgi`, ...).
