@@ -112,6 +112,24 @@ EXPECTED: dict[str, dict[str, dict[str, str]]] = {
             "context-oversized": "pass",  # MAX_INPUT_TOKENS 2048
         }
     },
+    # Data on EKS: vLLM on Trainium, a LeaderWorkerSet of 4 pods × 16 Neuron devices; the image names vLLM as
+    # `vllm0.5.0` and the command is the image's own script
+    "eks-neuron-vllm-lws": {
+        "default/LeaderWorkerSet/llama3-405b-lws": {
+            **NO_AUTOSCALER, **NO_FRONTEND, **NA_MANIFEST,
+            "grace-period-short": "pass",  # terminationGracePeriodSeconds 90
+            "no-prestop": "fail",
+            "no-pdb": "fail",
+            "no-readiness-probe": "fail",  # no probes at all
+            "no-startup-probe": "pass",  # no liveness probe either
+            "no-gpu-toleration": "pass",  # tolerates aws.amazon.com/neuron
+            "time-slicing-user-facing": "unknown",  # an accelerator request, nodes not visible
+            "round-robin-routing": "n/a",  # one group
+            # no --max-model-len or VLLM_MAX_MODEL_LEN: its MAX_MODEL_LEN is read by the image's run.sh,
+            # which the manifest does not show
+            "context-oversized": "fail",
+        }
+    },
     # GKE's Gemma on Triton with the TensorRT-LLM backend, started by a script from a ConfigMap: no engine the
     # audit knows, but one GPU and HTTP on port 8000, so it is audited as engine "unknown"
     "gke-triton-trtllm-gemma": {
