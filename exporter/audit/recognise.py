@@ -126,7 +126,8 @@ def _serves_itself(c: Container, engine: str) -> bool:
     words = set(re.split(r"[/\-_.:@\s]+", _PLACEHOLDER.sub(" ", c.image).lower()))
     argv = " ".join(c.argv)
     flags = _CONTEXT_FLAGS.get(engine, ())
-    return bool(words & _SELF_SERVING_WORDS) or bool(_CPU_DEVICE.search(argv)) or any(f in c.argv for f in flags)
+    given = any(a == f or a.startswith(f + "=") for a in c.argv for f in flags)
+    return bool(words & _SELF_SERVING_WORDS) or bool(_CPU_DEVICE.search(argv)) or given
 
 
 def container_engine(c: Container) -> str | None:

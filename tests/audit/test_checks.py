@@ -262,3 +262,24 @@ def test_a_check_that_cannot_read_an_object_is_unknown_alone() -> None:
         "unknown",
         "cannot evaluate: AttributeError: 'NoneType' object has no attribute 'pdbs'",
     )
+
+
+def test_a_gpu_server_of_an_unknown_engine_gets_every_engine_agnostic_check() -> None:
+    """The same Deployment with vLLM's command and with a script the audit does not know: every engine-agnostic
+    check judges both alike; the others are unknown for the unknown engine, never failed or passed."""
+    known = o.engine()
+    script = o.changed(known, image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+                       command=["/scripts/entrypoint.sh"], args=[])  # fmt: skip
+    around = inventory.build([known]).around
+    ours = {f.check.id: f for f in audit_workload(inventory.build([known]).workloads[0], around)}
+    theirs = {f.check.id: f for f in audit_workload(inventory.build([script]).workloads[0], around)}
+    assert set(ours) == set(theirs) == set(BY_ID)
+    assert {f.engine for f in ours.values()} == {"vllm"} and {f.engine for f in theirs.values()} == {"unknown"}
+    for check in CHECKS:
+        if check.engine_agnostic:
+            assert theirs[check.id].outcome.status == ours[check.id].outcome.status, check.id
+        else:
+            assert theirs[check.id].outcome.status == "unknown", check.id
+            assert "engine not recognised" in theirs[check.id].outcome.detail
+    assert not BY_ID["context-oversized"].engine_agnostic  # it reads the engine's context flag
+    assert ours["context-oversized"].outcome.status == "pass"

@@ -204,6 +204,7 @@ def test_a_client_named_after_an_engine_is_no_engine(image: str, command: list[s
         ("vllm/vllm-openai:v0.10.0", [], ["--model", "m", "--device", "cpu"], "vllm"),
         ("python:3.11", ["python", "-m", "vllm.entrypoints.openai.api_server"], ["--model", "m"], "vllm"),
         ("vllm/vllm-openai:v0.10.0", [], ["--model", "m", "--max-model-len", "4096"], "vllm"),
+        ("lmsysorg/sglang:v0.4.6", [], ["--model-path", "m", "--context-length=4096"], "sglang"),
         ("ghcr.io/ggml-org/llama.cpp:server", [], ["-m", "/models/m.gguf", "--port", "8080"], "llamacpp"),
         ("ghcr.io/ggml-org/llama.cpp:full", ["llama-server"], ["-m", "/models/m.gguf"], "llamacpp"),
     ],
