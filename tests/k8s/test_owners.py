@@ -84,10 +84,9 @@ def test_top_owner_follows_the_table_and_stops_at_a_cycle() -> None:
 
 
 def test_the_series_name_the_owner_and_add_up_its_generated_workloads() -> None:
-    resolve = owned.resolver([
-        owners.owned_record("Deployment")(obj("Deployment", "llama-predictor", ISVC)),
-        owners.owned_record("Deployment")(obj("Deployment", "llama-transformer", ISVC)),
-    ])  # fmt: skip
+    record = owners.owned_record("Deployment")
+    generated = [record(obj("Deployment", name, ISVC)) for name in ("llama-predictor", "llama-transformer")]
+    resolve = owned.resolver(r for r in generated if r is not None)
     pod = PodStart("u1", NS, "llama-predictor", 0.0, 1.0, 2.0, workload_kind="Deployment")
     plain = PodStart("u2", NS, "vllm", 0.0, None, None, workload_kind="Deployment")
     assert [p.workload for p in owned.pods([pod, plain], resolve)] == ["llama", "vllm"]
