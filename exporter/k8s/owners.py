@@ -8,9 +8,9 @@ the ownerReferences of objects already read, never from the operator's own resou
     Pod -> ReplicaSet (its name less the pod-template hash names the Deployment) -> Deployment -> owner
     Pod -> StatefulSet -> owner;   Pod of a LeaderWorkerSet (its label) -> LeaderWorkerSet -> owner
 
-`OPERATORS` lists the owners followed (API group, kind); an owner of any other kind ends the chain, and the
-generated workload stands. Not followed, for their chain passes an object the cluster role does not read:
-KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's DynamoGraphDeployment (its
+`OPERATORS` (`owner_refs.py`) lists the owners followed (API group, kind); an owner of any other kind ends
+the chain, and the generated workload stands. Not followed, for their chain passes an object the cluster role
+does not read: KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's DynamoGraphDeployment (its
 Deployments' controller is a DynamoComponentDeployment), nor KServe's serverless mode (a Knative Revision).
 """
 
@@ -19,41 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from exporter.k8s.fields import as_dict, as_list
+from exporter.k8s.fields import as_dict
+from exporter.k8s.owner_refs import OPERATORS, controller, operator_owner
 from exporter.k8s.workloads import LWS_NAME_LABEL, workload_of_pod
 
-# (API group, kind) -> where the operator makes itself the controller owner of the workload it generates
-OPERATORS: dict[tuple[str, str], str] = {
-    ("serving.kserve.io", "InferenceService"): "kserve/kserve, the predictor's raw-deployment reconciler: "
-        "controllerutil.SetControllerReference(isvc, deployment, ...) (serverless mode: a Knative Revision "
-        "owns the Deployment, and the chain ends there)",
-    ("kaito.sh", "Workspace"): "kaito-project/kaito pkg/workspace/manifests: the StatefulSet's OwnerReferences "
-        "are metav1.NewControllerRef(workspace, kaitov1beta1.GroupVersion.WithKind(\"Workspace\"))",
-    ("apps.nvidia.com", "NIMService"): "NVIDIA/k8s-nim-operator, the platform reconcilers: "
-        "controllerutil.SetControllerReference(nimService, resource, ...) on each rendered object",
-}  # fmt: skip
-
-GENERATED_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
-
-
-def _group(api_version: str) -> str:
-    return api_version.rpartition("/")[0]  # "v1" (the core group) reads as ""
-
-
-def controller(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The ownerReference marked `controller: true` ({} where none: at most one is, the API server enforces it)."""
-    for ref in as_list(metadata.get("ownerReferences")):
-        r = as_dict(ref)
-        if r.get("controller") is True:
-            return r
-    return {}
-
-
-def operator_owner(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(kind, name) of the controller owner when it is an operator resource of `OPERATORS`, else None."""
-    ref = controller(metadata)
-    key = (_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""))
-    return (key[1], str(ref.get("name") or "")) if key in OPERATORS and ref.get("name") else None
+__all__ = ["OPERATORS", "controller", "operator_owner"]
 
 
 def generated_of_pod(metadata: Mapping[str, Any]) -> tuple[str, str]:

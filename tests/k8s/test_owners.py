@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.k8s import owners
+from exporter.audit import measured
+from exporter.k8s import owners, workloads
 from exporter.replicas import owned
 from exporter.replicas.autoscalers import Autoscaler
 from exporter.replicas.startup import BUCKETS, Histogram, PodStart
@@ -106,3 +107,32 @@ def test_the_series_name_the_owner_and_add_up_its_generated_workloads() -> None:
     assert set(merged) == {(NS, "llama", "starting"), (NS, "vllm", "starting")}
     assert merged[(NS, "llama", "starting")] == h(40.0, 3.0)
     assert by_generated[(NS, "llama-predictor", "starting")] == h(40.0)  # the tracker's own are left as they were
+
+
+def test_a_workload_names_its_operator_owner_which_the_audit_looks_its_measurements_up_by() -> None:
+    deployment = obj("Deployment", "llama-predictor", ISVC)
+    deployment.update(apiVersion="apps/v1", spec={"template": {"spec": {"containers": [{"name": "kserve-container"}]}}})
+    w = workloads.workload(deployment)
+    assert w is not None and (w.kind, w.name, w.owner) == ("Deployment", "llama-predictor", "llama")
+    plain = workloads.workload({**deployment, "metadata": {"name": "vllm", "namespace": NS}})
+    assert plain is not None and plain.owner == ""
+
+
+class _Answers:
+    """Prometheus answering the cold-start query with the series the cluster role exports (instant vector)."""
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        if expr != measured.COLD_START:
+            return []
+        return [{"metric": {"namespace": NS, "workload": "llama"}, "value": [1764972000.0, "95"]}]
+
+    def label_values(self, label: str) -> list[str]:
+        return []
+
+
+def test_the_live_audit_finds_the_cold_start_the_series_name_by_the_owner() -> None:
+    deployment = obj("Deployment", "llama-predictor", ISVC)
+    deployment.update(apiVersion="apps/v1", spec={"template": {"spec": {"containers": [{"name": "kserve-container"}]}}})
+    w = workloads.workload(deployment)
+    assert w is not None
+    assert measured.from_prometheus(_Answers())(w).cold_start_seconds == 95.0
