@@ -83,7 +83,8 @@ def from_prometheus(prometheus: Prometheus, window: str = "7d") -> Callable[[Wor
     requests, tokens = _values(prometheus, request_p99(window)), _values(prometheus, tokens_per_request(window))
 
     def lookup(w: Workload) -> Measured:
-        key = (w.namespace, w.name)
+        # the replica series name the operator resource behind a generated workload (docs/cluster.md)
+        key = (w.namespace, w.owner or w.name)
         return Measured(cold.get(key), starting.get(key), requests.get(key), tokens.get(key))
 
     return lookup

@@ -15,6 +15,7 @@ from typing import Any
 
 from exporter.k8s import accelerators, scheduling
 from exporter.k8s.fields import NO_SOURCE, Source, as_dict, as_int, as_list, meta, strs
+from exporter.k8s.owner_refs import operator_owner
 from exporter.k8s.scheduling import Constraints, Toleration
 
 # (kind, field) -> (default, where it is documented)
@@ -163,6 +164,8 @@ class Workload:
     fields: dict[str, str] | None = field(default=None, compare=False)
     # what routes requests among its replicas when the operator does (Ray Serve's router), not a Service
     routed_by: str = field(default="", compare=False)
+    # the name of the operator resource that controls it (`owner_refs.OPERATORS`): the replica series' workload
+    owner: str = field(default="", compare=False)
 
     @property
     def pod(self) -> PodTemplate:
@@ -200,7 +203,11 @@ def workload(obj: Mapping[str, Any], default_namespace: str = "default", source:
         pods = (pod_template(spec.get("template")),)
     if not pods:
         pods = (pod_template({}),)
-    return Workload(kind, namespace, name, labels, annotations, as_int(spec.get("replicas")), pods, source)
+    owner = operator_owner(as_dict(obj.get("metadata")))
+    return Workload(
+        kind, namespace, name, labels, annotations, as_int(spec.get("replicas")), pods, source,
+        owner=owner[1] if owner else "",
+    )  # fmt: skip
 
 
 _POD_TEMPLATE_HASH = re.compile(r"-[a-z0-9]{5,10}$")

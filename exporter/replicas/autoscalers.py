@@ -10,7 +10,7 @@ least 1 even for a ScaledObject that scales to zero (KEDA itself scales between 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.k8s import autoscalers
@@ -27,6 +27,7 @@ class Autoscaler:
     current_replicas: int
     desired_replicas: int
     scaling_limited: bool  # the HPA's ScalingLimited condition: it wanted more (or fewer) than its bounds
+    target_kind: str = field(default="", compare=False)  # the scale target's kind: its operator owner is followed
 
 
 def autoscaler_record(obj: Mapping[str, Any]) -> Autoscaler | None:
@@ -48,6 +49,7 @@ def autoscaler_record(obj: Mapping[str, Any]) -> Autoscaler | None:
         a.current_replicas,
         a.desired_replicas,
         a.scaling_limited,
+        a.target_kind,
     )
 
 

@@ -2,8 +2,9 @@
 autoscalers.
 
 - cluster role: the engine pods watched (the watch it shares with the routes collector, `engine_pods.py`),
-  their scheduling and starting phases from the pods' own timestamps, which workload each pod belongs to,
-  and the HPAs (KEDA's included) that scale those workloads;
+  their scheduling and starting phases from the pods' own timestamps, which workload each pod belongs to
+  (the operator resource that generated it, where one did: `owned.py`), and the HPAs (KEDA's included)
+  that scale those workloads;
 - node role: ready -> first token, from the pods discovery finds and the engine collector's scrapes.
 """
 
@@ -17,7 +18,8 @@ from typing import Any, Protocol
 from exporter.catalogue import engine as engine_spec
 from exporter.catalogue import replicas as spec
 from exporter.exposition import Family, render_labels
-from exporter.replicas import autoscalers, first_token, model_info, startup
+from exporter.k8s.owners import Key
+from exporter.replicas import autoscalers, first_token, model_info, owned, startup
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.watched import Watching
 
@@ -31,29 +33,39 @@ class ReplicasCollector(Watching):
         reflector: Mirror[startup.PodStart],
         hpas: Mirror[autoscalers.Autoscaler] | None = None,
         clock: Callable[[], float] = time.time,
+        workloads: Mapping[str, Mirror[tuple[Key, tuple[str, str]]]] | None = None,
     ) -> None:
         self._pods = reflector
         self._hpas = hpas
-        # the HPAs are optional (a grant missing after an upgrade): they never hold back readiness
-        self._reflectors = Reflectors({"pods": reflector, **({"hpas": hpas} if hpas is not None else {})})
+        # the operator owner of each generated workload (`exporter.k8s.owners.owned_record`), by resource
+        self._workloads = dict(workloads or {})
+        # the HPAs and workloads are optional (a grant missing after an upgrade): they never hold back readiness
+        self._reflectors = Reflectors(
+            {"pods": reflector, **({"hpas": hpas} if hpas is not None else {}), **self._workloads}
+        )
         self._clock = clock
         self._tracker = startup.StartupTracker(started_at=clock())
         # workloads that ever had engine pods: an autoscaler that scaled one to zero is still reported
         self._engine_workloads: set[tuple[str, str]] = set()
+        self._kinds: dict[tuple[str, str], str] = {}  # (namespace, generated workload) -> its kind
         self._lock = threading.Lock()  # concurrent scrapes update the tracker one at a time
 
     def startup_histograms(self) -> dict[tuple[str, str, str], startup.Histogram]:
-        """A copy of the start-up histograms by (namespace, workload, phase): the audit's measured cold starts."""
+        """A copy of the start-up histograms by (namespace, generated workload, phase): the audit's measured
+        cold starts (the audit names the Deployment, StatefulSet or LeaderWorkerSet, not its owner)."""
         with self._lock:
             return {k: startup.Histogram(list(h.buckets), h.sum, h.count) for k, h in self._tracker.histograms.items()}
 
     def collect(self) -> Iterable[Family]:
         self.wait_for_first_lists()
-        pods = self._pods.values()
-        hpas = self._hpas.values() if self._hpas is not None else []
+        generated = self._pods.values()
+        resolve = owned.resolver(r for view in self._workloads.values() for r in view.values())
+        pods = owned.pods(generated, resolve)
+        hpas = owned.autoscalers(self._hpas.values() if self._hpas is not None else [], resolve)
         with self._lock:
-            self._tracker.update(pods)
-            histograms = dict(self._tracker.histograms)
+            self._tracker.update(generated)  # by generated workload: the audit's cold starts are read so
+            self._kinds.update(((p.namespace, p.workload), p.workload_kind) for p in generated)
+            histograms = owned.histograms(self._tracker.histograms, self._kinds, resolve)
             self._engine_workloads.update((p.namespace, p.workload) for p in pods)
             scalers = autoscalers.of_engines(hpas, self._engine_workloads)
         return [

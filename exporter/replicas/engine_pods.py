@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from exporter.config import Cluster
+from exporter.k8s import owners
 from exporter.k8s.selectors import parse_label_selector
 from exporter.kube.pods import pod_watch
 from exporter.replicas import autoscalers, model_info, startup
@@ -37,9 +38,21 @@ def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
 
 
 def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart], page_size: int = 500) -> ReplicasCollector:
-    """The replicas collector over the engine-pod watch, with the HorizontalPodAutoscalers that scale them (a view
-    of the watch the audit reads too)."""
+    """The replicas collector over the engine-pod watch, with the HorizontalPodAutoscalers that scale them and
+    the operator owner of each Deployment, StatefulSet and LeaderWorkerSet (views of the watches the audit
+    reads too: their ownerReferences, no watch of an operator's resources)."""
     hpas = shared(api, "horizontalpodautoscalers", optional=True, page_size=page_size).view(
         autoscalers.autoscaler_record
     )
-    return ReplicasCollector(pods, hpas)
+    workloads = {
+        "deployments": shared(api, "deployments", optional=True, page_size=page_size).view(
+            owners.owned_record("Deployment")
+        ),
+        "statefulsets": shared(api, "statefulsets", optional=True, page_size=page_size).view(
+            owners.owned_record("StatefulSet")
+        ),
+        "leaderworkersets": shared(api, "leaderworkersets", optional=True, page_size=page_size).view(
+            owners.owned_record("LeaderWorkerSet")
+        ),
+    }
+    return ReplicasCollector(pods, hpas, workloads=workloads)

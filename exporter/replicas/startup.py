@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from exporter.k8s import owners
 from exporter.pod_fields import condition_since, timestamp, workload_of
 from exporter.replicas.model_info import ModelInfo
 
@@ -38,6 +39,8 @@ class PodStart:
     labels: tuple[tuple[str, str], ...] = ()  # for the Services that select the pod (routes)
     name: str = ""  # for llm_replica_pod_info: the engine series carry the pod's name, not its workload
     model: ModelInfo = field(default_factory=ModelInfo)  # what it serves (llm_model_info), from its spec and status
+    # the kind of `workload` (Deployment, StatefulSet, LeaderWorkerSet, ...): the collector follows its owner
+    workload_kind: str = "Pod"
 
 
 def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None:
@@ -59,6 +62,7 @@ def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None
         condition_since(status, "Ready"),
         tuple(sorted((meta.get("labels") or {}).items())),
         str(meta.get("name", "")),
+        workload_kind=owners.generated_of_pod(meta)[0],
     )
 
 

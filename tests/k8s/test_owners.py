@@ -1,0 +1,138 @@
+"""The operator resource behind a generated workload, from ownerReferences as the API server returns them
+(apiVersion, kind, name, uid, controller, blockOwnerDeletion: what `controllerutil.SetControllerReference`
+and `metav1.NewControllerRef` write)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exporter.audit import measured
+from exporter.k8s import owners, workloads
+from exporter.replicas import owned
+from exporter.replicas.autoscalers import Autoscaler
+from exporter.replicas.startup import BUCKETS, Histogram, PodStart
+
+NS = "llm"
+
+
+def ref(api_version: str, kind: str, name: str, uid: str, controller: bool = True) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
+            "controller": controller, "blockOwnerDeletion": True}  # fmt: skip
+
+
+def obj(kind: str, name: str, *refs: dict[str, Any], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "uid": f"uid-{name}", "ownerReferences": list(refs)}
+    if labels:
+        meta["labels"] = labels
+    return {"kind": kind, "metadata": meta}
+
+
+ISVC = ref("serving.kserve.io/v1beta1", "InferenceService", "llama", "4a0c7c1e-1b51-4e0e-9d7e-7f3c2d9c0a11")
+WORKSPACE = ref("kaito.sh/v1beta1", "Workspace", "phi-4", "8f1e2d3c-4b5a-4968-8776-655443322110")
+NIMSERVICE = ref("apps.nvidia.com/v1alpha1", "NIMService", "meta-llama3", "0d9c8b7a-6f5e-4d3c-2b1a-0f9e8d7c6b5a")
+
+
+def test_the_operator_owner_of_each_generated_workload() -> None:
+    assert owners.operator_owner(obj("Deployment", "llama-predictor", ISVC)["metadata"]) == (
+        "InferenceService", "llama")  # fmt: skip
+    assert owners.operator_owner(obj("StatefulSet", "phi-4", WORKSPACE)["metadata"]) == ("Workspace", "phi-4")
+    assert owners.operator_owner(obj("LeaderWorkerSet", "meta-llama3", NIMSERVICE)["metadata"]) == (
+        "NIMService", "meta-llama3")  # fmt: skip
+
+
+def test_an_owner_that_is_not_an_operator_resource_or_not_the_controller_ends_the_chain() -> None:
+    revision = ref(
+        "serving.knative.dev/v1", "Revision", "llama-predictor-00001", "1b2c3d4e-0000-4000-8000-000000000001"
+    )
+    assert owners.operator_owner(obj("Deployment", "llama-predictor-00001-deployment", revision)["metadata"]) is None
+    # an ownerReference without controller: true (a user's or a GC-only owner) is not who reverts the edits
+    assert owners.operator_owner(obj("Deployment", "vllm", ref(*_isvc_args(), controller=False))["metadata"]) is None
+    # the same kind in another group is another resource (Kubeflow's Workspace)
+    other = ref("kubeflow.org/v1alpha1", "Workspace", "my-workspace", "2c3d4e5f-0000-4000-8000-000000000002")
+    assert owners.operator_owner(obj("StatefulSet", "ws-my-workspace-sts", other)["metadata"]) is None
+    assert owners.operator_owner(obj("Deployment", "vllm")["metadata"]) is None
+
+
+def _isvc_args() -> tuple[str, str, str, str]:
+    return (ISVC["apiVersion"], ISVC["kind"], ISVC["name"], ISVC["uid"])
+
+
+def test_the_generated_workload_of_a_pod() -> None:
+    rs = ref("apps/v1", "ReplicaSet", "llama-predictor-7d9f8c6b5d", "3d4e5f60-0000-4000-8000-000000000003")
+    sts = ref("apps/v1", "StatefulSet", "phi-4", "4e5f6071-0000-4000-8000-000000000004")
+    assert owners.generated_of_pod(obj("Pod", "llama-predictor-7d9f8c6b5d-x2k4q", rs)["metadata"]) == (
+        "Deployment", "llama-predictor")  # fmt: skip
+    assert owners.generated_of_pod(obj("Pod", "phi-4-0", sts)["metadata"]) == ("StatefulSet", "phi-4")
+    worker = obj("Pod", "meta-llama3-0-1", ref("apps/v1", "StatefulSet", "meta-llama3-0", "5f607182-0000-4000-8000-0000"
+                 "00000005"), labels={"leaderworkerset.sigs.k8s.io/name": "meta-llama3"})  # fmt: skip
+    assert owners.generated_of_pod(worker["metadata"]) == ("LeaderWorkerSet", "meta-llama3")
+    assert owners.generated_of_pod(obj("Pod", "bare")["metadata"]) == ("Pod", "bare")
+
+
+def test_owned_record_keeps_only_operator_owned_workloads() -> None:
+    record = owners.owned_record("Deployment")
+    assert record(obj("Deployment", "llama-predictor", ISVC)) == ((NS, "Deployment", "llama-predictor"),
+                                                                  ("InferenceService", "llama"))  # fmt: skip
+    assert record(obj("Deployment", "vllm")) is None
+
+
+def test_top_owner_follows_the_table_and_stops_at_a_cycle() -> None:
+    table = {(NS, "Deployment", "a"): ("InferenceService", "b"), (NS, "InferenceService", "b"): ("Deployment", "a")}
+    assert owners.top_owner(NS, "Deployment", "a", table) in {("InferenceService", "b"), ("Deployment", "a")}
+    assert owners.top_owner(NS, "Deployment", "vllm", table) == ("Deployment", "vllm")
+    # the same name under another kind is another object
+    assert owners.top_owner(NS, "StatefulSet", "a", table) == ("StatefulSet", "a")
+
+
+def test_the_series_name_the_owner_and_add_up_its_generated_workloads() -> None:
+    record = owners.owned_record("Deployment")
+    generated = [record(obj("Deployment", name, ISVC)) for name in ("llama-predictor", "llama-transformer")]
+    resolve = owned.resolver(r for r in generated if r is not None)
+    pod = PodStart("u1", NS, "llama-predictor", 0.0, 1.0, 2.0, workload_kind="Deployment")
+    plain = PodStart("u2", NS, "vllm", 0.0, None, None, workload_kind="Deployment")
+    assert [p.workload for p in owned.pods([pod, plain], resolve)] == ["llama", "vllm"]
+    hpa = Autoscaler(NS, "llama-predictor", "llama-predictor", "hpa", 1, 4, 1, 1, False, "Deployment")
+    assert [a.workload for a in owned.autoscalers([hpa], resolve)] == ["llama"]
+
+    def h(*values: float) -> Histogram:
+        out = Histogram([0] * len(BUCKETS))
+        for v in values:
+            out.observe(v)
+        return out
+
+    by_generated = {(NS, "llama-predictor", "starting"): h(40.0), (NS, "llama-transformer", "starting"): h(3.0),
+                    (NS, "vllm", "starting"): h(7.0)}  # fmt: skip
+    kinds = {(NS, "llama-predictor"): "Deployment", (NS, "llama-transformer"): "Deployment", (NS, "vllm"): "Deployment"}
+    merged = owned.histograms(by_generated, kinds, resolve)
+    assert set(merged) == {(NS, "llama", "starting"), (NS, "vllm", "starting")}
+    assert merged[(NS, "llama", "starting")] == h(40.0, 3.0)
+    assert by_generated[(NS, "llama-predictor", "starting")] == h(40.0)  # the tracker's own are left as they were
+
+
+def test_a_workload_names_its_operator_owner_which_the_audit_looks_its_measurements_up_by() -> None:
+    deployment = obj("Deployment", "llama-predictor", ISVC)
+    deployment.update(apiVersion="apps/v1", spec={"template": {"spec": {"containers": [{"name": "kserve-container"}]}}})
+    w = workloads.workload(deployment)
+    assert w is not None and (w.kind, w.name, w.owner) == ("Deployment", "llama-predictor", "llama")
+    plain = workloads.workload({**deployment, "metadata": {"name": "vllm", "namespace": NS}})
+    assert plain is not None and plain.owner == ""
+
+
+class _Answers:
+    """Prometheus answering the cold-start query with the series the cluster role exports (instant vector)."""
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        if expr != measured.COLD_START:
+            return []
+        return [{"metric": {"namespace": NS, "workload": "llama"}, "value": [1764972000.0, "95"]}]
+
+    def label_values(self, label: str) -> list[str]:
+        return []
+
+
+def test_the_live_audit_finds_the_cold_start_the_series_name_by_the_owner() -> None:
+    deployment = obj("Deployment", "llama-predictor", ISVC)
+    deployment.update(apiVersion="apps/v1", spec={"template": {"spec": {"containers": [{"name": "kserve-container"}]}}})
+    w = workloads.workload(deployment)
+    assert w is not None
+    assert measured.from_prometheus(_Answers())(w).cold_start_seconds == 95.0
