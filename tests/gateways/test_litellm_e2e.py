@@ -6,8 +6,6 @@ the bound are summed, exactly, in tenant="other"."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -18,7 +16,7 @@ import pytest
 
 from exporter.demo.vllm_env import free_port
 from exporter.engines import parser
-from tests.bundle.servers import wait_http
+from tests.bundle.servers import serve_exporter, wait_http
 from tests.e2e import llamacpp_server as llama
 from tests.gateways import litellm_proxy
 
@@ -65,27 +63,21 @@ def proxy(engine: llama.LlamaServer, tmp_path_factory: pytest.TempPathFactory) -
     started.stop()
 
 
-def run_exporter(proxy: str, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
-    key = tmp / "key"
-    key.write_text(litellm_proxy.MASTER_KEY + "\n")
-    config = tmp / "config.yaml"
-    config.write_text(
-        f"gateways:\n  targets: [{{url: '{proxy}', labels: {{gateway: litellm}}, bearer_token_file: '{key}'}}]\n"
-        f"  tenant_labels: [end_user]\n  max_tenants_per_model: {KEEP}\n"
-        "gpu: {enabled: 'false'}\n"
-    )
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "exporter", "serve", "--config", str(config), "--listen", f"127.0.0.1:{port}"]
-    )
-    url = f"http://127.0.0.1:{port}/metrics"
-    wait_http(url, timeout=10, proc=proc)
-    return proc, url
+def exporter_config(proxy: str, key: Path) -> dict[str, Any]:
+    target = {"url": proxy, "labels": {"gateway": "litellm"}, "bearer_token_file": str(key)}
+    return {
+        "gateways": {"targets": [target], "tenant_labels": ["end_user"], "max_tenants_per_model": KEEP},
+        "gpu": {"enabled": "false"},
+    }
 
 
 def test_tenant_tokens_equal_the_usage_the_responses_carried(proxy: str, tmp_path: Path) -> None:
-    proc, exporter = run_exporter(proxy, tmp_path)
-    try:
+    key = tmp_path / "key"
+    key.write_text(litellm_proxy.MASTER_KEY + "\n")
+    served, base = serve_exporter(tmp_path, "exporter", "node", f"127.0.0.1:{free_port()}", exporter_config(proxy, key))
+    with served as proc:
+        exporter = base + "/metrics"
+        wait_http(exporter, timeout=10, proc=proc)
         before = fetch(exporter)
         assert 'llm_gateway_up{gateway="litellm",kind="litellm"} 1\n' in before
         assert "llm_gateway_tokens_total{" not in before
@@ -123,6 +115,3 @@ def test_tenant_tokens_equal_the_usage_the_responses_carried(proxy: str, tmp_pat
         assert got(requests, "other", ("outcome", "success")) == sum(TENANTS[t] for t in folded)
         assert f'llm_gateway_tenants_folded{{gateway="litellm",model="{MODEL}"}} {len(folded)}' in ours
         assert litellm_proxy.MASTER_KEY not in ours and "litellm_proxy_master_key" not in ours
-    finally:
-        proc.terminate()
-        proc.wait(10)
