@@ -85,6 +85,16 @@ class KubernetesDiscovery:
     default_path: str = "/metrics"
 
 
+def _fetch_limit_errors(timeout_seconds: float, max_response_bytes: int) -> list[str]:
+    """The limits every scraped target shares (engines and gateways alike)."""
+    errors = []
+    if not 0 < timeout_seconds <= 60:
+        errors.append("timeout_seconds: must be in (0, 60]")
+    if max_response_bytes < 1024:
+        errors.append("max_response_bytes: must be at least 1024")
+    return errors
+
+
 @dataclass(frozen=True)
 class Engines:
     timeout_seconds: float = 3.0
@@ -95,11 +105,7 @@ class Engines:
     kubernetes_discovery: KubernetesDiscovery = field(default_factory=KubernetesDiscovery)
 
     def validate(self) -> list[str]:
-        errors = []
-        if not 0 < self.timeout_seconds <= 60:
-            errors.append("timeout_seconds: must be in (0, 60]")
-        if self.max_response_bytes < 1024:
-            errors.append("max_response_bytes: must be at least 1024")
+        errors = _fetch_limit_errors(self.timeout_seconds, self.max_response_bytes)
         if self.max_series_per_target < 1:
             errors.append("max_series_per_target: must be positive")
         if self.max_label_value_length < 16:
@@ -154,11 +160,7 @@ class Gateways:
     tenant_idle_seconds: float = 3600.0  # a tenant whose counts did not move for this long loses its name
 
     def validate(self) -> list[str]:
-        errors = []
-        if not 0 < self.timeout_seconds <= 60:
-            errors.append("timeout_seconds: must be in (0, 60]")
-        if self.max_response_bytes < 1024:
-            errors.append("max_response_bytes: must be at least 1024")
+        errors = _fetch_limit_errors(self.timeout_seconds, self.max_response_bytes)
         if not self.tenant_labels:
             errors.append("tenant_labels: must name at least one label")
         for name in self.tenant_labels:
