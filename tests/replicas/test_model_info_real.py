@@ -14,12 +14,11 @@ from typing import Any
 
 import yaml
 
-from exporter.config import Audit, Cluster, Routes
 from exporter.exposition import render
-from tests.collectors import build_engine_pod_collectors
 from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
+from tests.replicas.real import replicas_collector
 
 NODE = "model-info-gpu"
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus"
@@ -56,13 +55,7 @@ def test_model_info_of_a_real_pod(kube_cluster: ControlPlane) -> None:
     cluster = kube_cluster
     cluster.add_node(NODE, capacity={"nvidia.com/gpu": "1"}, labels={"pool": "model-info"})
     ns = cluster.namespace("modelinfo")
-    (collector,) = build_engine_pod_collectors(
-        Cluster(routes=Routes(enabled=False), audit=Audit(enabled=False)), str(cluster.admin_kubeconfig)
-    )
-    collector.start()
-    try:
-        wait_for(collector.ready, 60, "the first list of pods")
-        wait_for(lambda: cluster.node_ready(NODE), 120, "the kwok node Ready")
+    with replicas_collector(cluster, ns, NODE) as collector:
         cluster.apply(aibrix_deployment(ns))
         found = wait_for(lambda: series(render(collector.collect()), ns), 120, "the engine pod's llm_model_info")
         (line,) = found
@@ -88,7 +81,3 @@ def test_model_info_of_a_real_pod(kube_cluster: ControlPlane) -> None:
         )
         expected = f'llm_model_info{{namespace="{ns}",pod="{pod}",{labels.format(DIGEST)}}} 1'
         wait_for(lambda: series(render(collector.collect()), ns) == [expected], 60, "the digest the kubelet reports")
-    finally:
-        collector.close()
-        cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
-        cluster.delete_nodes([NODE])

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.config import Audit, Cluster, Routes
 from exporter.exposition import render
-from tests.collectors import build_engine_pod_collectors
 from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
+from tests.replicas.real import replicas_collector
 
 NODE = "owners-gpu"
 CRD: dict[str, Any] = {
@@ -88,13 +87,7 @@ def test_the_replica_series_name_the_inference_service_behind_the_deployment(kub
     wait_for(lambda: established(cluster), 60, "the InferenceService CRD Established")
     isvc = cluster.apply({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
                           "metadata": {"name": "llama", "namespace": ns}, "spec": {}})  # fmt: skip
-    (collector,) = build_engine_pod_collectors(
-        Cluster(routes=Routes(enabled=False), audit=Audit(enabled=False)), str(cluster.admin_kubeconfig)
-    )
-    collector.start()
-    try:
-        wait_for(collector.ready, 60, "the first list of pods")
-        wait_for(lambda: cluster.node_ready(NODE), 120, "the kwok node Ready")
+    with replicas_collector(cluster, ns, NODE) as collector:
         cluster.apply(predictor(ns, isvc))
         cluster.apply(hpa(ns))
         ready = f'llm_replica_ready{{namespace="{ns}",workload="llama"}} 1'
@@ -119,7 +112,3 @@ def test_the_replica_series_name_the_inference_service_behind_the_deployment(kub
         (info,) = [line for line in series(text, "llm_replica_pod_info") if f'namespace="{ns}"' in line]
         assert 'workload="llama"' in info and 'pod="llama-predictor-' in info
         assert f'llm_replica_startup_seconds_count{{namespace="{ns}",workload="llama",phase="starting"}} 1' in text
-    finally:
-        collector.close()
-        cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
-        cluster.delete_nodes([NODE])

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from exporter.config import Audit, Cluster, Routes
 from exporter.exposition import render
-from tests.collectors import build_engine_pod_collectors
 from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
+from tests.replicas.real import replicas_collector
 
 NODE = "startup-gpu"
 
@@ -40,13 +39,7 @@ def test_startup_phases_of_a_deployment_from_a_real_control_plane(kube_cluster: 
     cluster = kube_cluster
     cluster.add_node(NODE, capacity={"nvidia.com/gpu": "2"}, labels={"pool": "startup"})
     ns = cluster.namespace("startup")
-    (collector,) = build_engine_pod_collectors(
-        Cluster(routes=Routes(enabled=False), audit=Audit(enabled=False)), str(cluster.admin_kubeconfig)
-    )
-    collector.start()
-    try:
-        wait_for(collector.ready, 60, "the first list of pods")
-        wait_for(lambda: cluster.node_ready(NODE), 120, "the kwok node Ready")
+    with replicas_collector(cluster, ns, NODE) as collector:
         assert sample(render(collector.collect()), "llm_replica_starting", ns) is None  # no pod of it yet
         cluster.apply(deployment(ns, 3))  # two fit on the 2-GPU node; the third stays Pending
 
@@ -68,7 +61,3 @@ def test_startup_phases_of_a_deployment_from_a_real_control_plane(kube_cluster: 
         assert oldest is not None and oldest >= 0
         # scraped again: the same start-ups are not counted twice
         assert sample(render(collector.collect()), "llm_replica_startup_seconds_count", ns, ',phase="starting"') == 2
-    finally:
-        collector.close()
-        cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
-        cluster.delete_nodes([NODE])
