@@ -24,7 +24,12 @@ def _budget_burn(t: Thresholds, severity: str) -> str:
 
 
 def _slo_text(t: Thresholds) -> str:
-    return f"{number(round(t.ttft_slo_objective * 100, 4))} % of first tokens within {number(t.ttft_slo_seconds)}s"
+    text = f"{number(round(t.ttft_slo_objective * 100, 4))} % of first tokens within {number(t.ttft_slo_seconds)}s"
+    if not t.ttft_slo_fallback_seconds:
+        return text
+    # an engine whose histogram has no bucket at the objective is measured at the nearest bound below it
+    fallbacks = " or ".join(f"{number(s)}s" for s in t.ttft_slo_fallback_seconds)
+    return f"{text} (measured at {fallbacks} for an engine whose histogram has no {number(t.ttft_slo_seconds)}s bound)"
 
 
 def alerts(t: Thresholds) -> list[Alert]:

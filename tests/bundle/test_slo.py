@@ -18,8 +18,9 @@ import pytest
 import yaml
 
 from alerts import formats
+from alerts.groups.engine import alerts as engine_alerts
 from alerts.recordings.slo import slo_windows
-from alerts.thresholds import DEFAULT
+from alerts.thresholds import DEFAULT, Thresholds
 from exporter.bundle import render, shipped, slo, slo_indicators
 from exporter.catalogue import engine as m
 from exporter.engines.registry import ENGINES
@@ -323,3 +324,17 @@ def test_pyrra_metrics_are_selectors_prometheus_parses(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(metrics) == 2 * 8  # vLLM 3 objects, SGLang 2, trtllm-serve 1, LMDeploy 2; two metrics each
+
+
+def test_ttft_burn_alerts_say_where_the_objective_is_measured_at_a_lower_bound() -> None:
+    """The description is true for an engine without a 2.5 s bucket (SGLang's are 1, 2, 4): it is measured at 2 s."""
+
+    def description(t: Thresholds) -> str:
+        return next(a.description for a in engine_alerts(t) if a.name == "LLMTimeToFirstTokenBudgetBurn")
+
+    assert description(DEFAULT).startswith(
+        "Objective: 99 % of first tokens within 2.5s (measured at 2s for an engine whose histogram has no 2.5s bound). "
+    )
+    assert description(dataclasses.replace(DEFAULT, ttft_slo_fallback_seconds=())).startswith(
+        "Objective: 99 % of first tokens within 2.5s. At this rate"
+    )
