@@ -1,0 +1,124 @@
+"""OME InferenceServices (fixtures/audit_corpus/ome-llama): verdicts written by hand from OME v0.1.5's sources
+and the sample's ClusterServingRuntime, findings on the InferenceService fields to edit."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.audit.test_command import audit
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "ome-llama"
+ISVC = "llama-3-1-8b-instruct.yaml"
+ENGINE = ("InferenceService", "llama-3-1-8b-instruct/engine")
+SCALE = "spec.engine.minReplicas, maxReplicas, scaleMetric, scaleTarget (and ome.io/autoscalerClass)"
+# The runtime's engine: SGLang with /health_generate readiness every 60 s, a 60 + 6 × 150 s start-up probe,
+# the nvidia.com/gpu toleration, no drain settings, no --context-length; OME adds a PDB (maxUnavailable 1)
+COMMON = {
+    "no-readiness-probe": ("pass", "spec.engine.runner.readinessProbe"),
+    "no-startup-probe": ("pass", "spec.engine.runner.startupProbe"),
+    "grace-period-short": ("fail", "spec.engine.terminationGracePeriodSeconds"),
+    "no-prestop": ("fail", "spec.engine.runner.lifecycle.preStop"),
+    "no-pdb": ("pass", None),
+    "gpu-nodes-untainted": ("n/a", None),
+    "no-gpu-toleration": ("pass", "spec.engine.tolerations"),
+    "non-gpu-pods-on-gpu-nodes": ("n/a", None),
+    "time-slicing-user-facing": ("unknown", None),
+    "context-oversized": ("fail", "spec.engine.runner.args"),
+    "ingress-timeout-short": ("n/a", None),
+    "ingress-buffering": ("n/a", None),
+}
+
+
+def _found(*paths: Path) -> tuple[int, dict[tuple[str, str], dict[str, tuple[str, str | None]]], str, list[Any]]:
+    args = [a for p in paths for a in ("-f", str(p))]
+    rc, out, err = audit(*args, "--output", "json")
+    records = json.loads(out or "[]")
+    found: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
+    for r in records:
+        found.setdefault((r["kind"], r["name"]), {})[r["check"]] = (r["status"], r["field"])
+    return rc, found, err, records
+
+
+def _isvc() -> dict[str, Any]:
+    return copy.deepcopy(yaml.safe_load((CORPUS / ISVC).read_text()))
+
+
+def _with(tmp_path: Path, isvc: dict[str, Any]) -> tuple[Path, ...]:
+    path = tmp_path / "isvc.yaml"
+    path.write_text(yaml.safe_dump(isvc))
+    return path, CORPUS / "llama-3-1-8b-instruct-rt.yaml", CORPUS / "Llama-3.1-8B-Instruct.yaml"
+
+
+def test_sample_is_one_engine_pinned_at_one_replica_behind_its_router() -> None:
+    rc, found, err, _ = _found(CORPUS)
+    assert rc == 1, err
+    assert "BaseModel" not in err and "ServingRuntime" not in err  # read along, not skipped
+    # the router (sglang_router) is no engine: only the engine is audited; its HPA (min = max = 1) cannot scale
+    assert found == {
+        ENGINE: {
+            **COMMON,
+            **{c: ("n/a", SCALE) for c in ("autoscaler-utilization-signal", "autoscaler-scale-to-zero")},
+            **{c: ("n/a", SCALE) for c in ("autoscaler-cooldown-short", "keda-null-as-zero")},
+            "fixed-replicas": ("fail", "spec.engine.minReplicas"),
+            "round-robin-routing": ("n/a", "spec.engine.minReplicas"),
+        }
+    }
+
+
+def test_without_its_runtime_nothing_is_derived_and_the_note_says_what_to_add() -> None:
+    rc, out, err = audit("-f", str(CORPUS / ISVC), "--output", "json")
+    assert (rc, out) == (2, "")
+    assert (
+        "InferenceService llama-3-1-8b-instruct/llama-3-1-8b-instruct: runtime srt-llama-3-1-8b-instruct is not "
+        "in the input: add its ome.io ServingRuntime or ClusterServingRuntime" in err
+    )
+
+
+def test_a_scaled_engine_gets_the_cpu_hpa_and_its_router_picks_the_replica(tmp_path: Path) -> None:
+    isvc = _isvc()
+    isvc["spec"]["engine"]["maxReplicas"] = 3
+    rc, found, err, records = _found(*_with(tmp_path, isvc))
+    assert rc == 1, err
+    assert {c: found[ENGINE][c] for c in ("autoscaler-utilization-signal", "autoscaler-cooldown-short")} == {
+        "autoscaler-utilization-signal": ("fail", SCALE),  # no scaleMetric: cpu at 80 %
+        "autoscaler-cooldown-short": ("fail", SCALE),  # no behavior: the HPA's 300 s window
+    }
+    assert found[ENGINE]["fixed-replicas"] == ("pass", "spec.engine.minReplicas")
+    routing = next(r for r in records if r["check"] == "round-robin-routing")
+    assert (routing["status"], routing["detail"]) == (
+        "pass",
+        "the InferenceService's router (sglang_router, service discovery) picks each request's replica",
+    )
+    signal = next(r for r in records if r["check"] == "autoscaler-utilization-signal")
+    assert signal["detail"] == "scales on utilisation: hpa llama-3-1-8b-instruct-engine: resource:cpu"
+
+
+def test_the_engine_fields_of_the_inference_service_override_the_runtime(tmp_path: Path) -> None:
+    isvc = _isvc()
+    isvc["spec"]["engine"]["terminationGracePeriodSeconds"] = 600
+    isvc["spec"]["engine"]["runner"] = {
+        "name": "ome-container",
+        "lifecycle": {"preStop": {"exec": {"command": ["sleep", "10"]}}},
+        "args": ["--context-length", "8192"],
+    }
+    rc, found, err, _ = _found(*_with(tmp_path, isvc))
+    assert rc == 1, err  # still one fixed replica
+    assert {c: v for c, v in found[ENGINE].items() if v[0] == "fail"} == {
+        "fixed-replicas": ("fail", "spec.engine.minReplicas")
+    }
+    # the runtime's probes and toleration stay: the runner is merged by name, not replaced
+    assert found[ENGINE]["no-readiness-probe"] == ("pass", "spec.engine.runner.readinessProbe")
+    assert found[ENGINE]["no-gpu-toleration"] == ("pass", "spec.engine.tolerations")
+
+
+def test_an_engine_scaled_to_zero_is_serverless_and_named_in_a_note(tmp_path: Path) -> None:
+    isvc = _isvc()
+    isvc["spec"]["engine"]["minReplicas"] = 0
+    rc, found, err, _ = _found(*_with(tmp_path, isvc))
+    assert (rc, found) == (2, {})  # the router alone is no engine
+    assert "spec.engine is deployed Serverless: only RawDeployment components are read" in err
