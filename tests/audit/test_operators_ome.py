@@ -122,3 +122,18 @@ def test_an_engine_scaled_to_zero_is_serverless_and_named_in_a_note(tmp_path: Pa
     rc, found, err, _ = _found(*_with(tmp_path, isvc))
     assert (rc, found) == (2, {})  # the router alone is no engine
     assert "spec.engine is deployed Serverless: only RawDeployment components are read" in err
+
+
+def test_with_a_decoder_the_engine_is_never_serverless_and_a_router_at_zero_is(tmp_path: Path) -> None:
+    isvc = _isvc()
+    isvc["spec"]["engine"]["minReplicas"] = 0
+    isvc["spec"]["decoder"] = {"minReplicas": 1}  # the runtime has no decoderConfig: no runner to run
+    isvc["spec"]["router"]["minReplicas"] = 0
+    rc, found, err, _ = _found(*_with(tmp_path, isvc))
+    assert rc == 1, err
+    assert list(found) == [ENGINE]
+    assert found[ENGINE]["fixed-replicas"] == ("fail", "spec.engine.minReplicas")  # its HPA: at least 1, at most 1
+    assert (
+        "spec.decoder has no runner and no container: nothing to read; "
+        "spec.router is deployed Serverless: only RawDeployment components are read" in err
+    )

@@ -101,3 +101,31 @@ def test_a_scaling_adapter_and_a_custom_components_role_are_named_in_notes(tmp_p
         "RoleBasedGroup default/sglang-pd-inference: spec.roles[prefill].scalingAdapter: an HPA on its "
         "RoleBasedGroupScalingAdapter is not read; spec.roles[decode].customComponentsPattern is not read" in err
     )
+
+
+def test_a_v1alpha1_role_template_and_leader_worker_set_are_read(tmp_path: Path) -> None:
+    """The deprecated API: the role's own `template`, `leaderWorkerSet` with `patchLeaderTemplate`."""
+    lwd = yaml.safe_load_all((CORPUS / "agg-leader-worker.yaml").read_text())
+    role = next(d for d in lwd if d)["spec"]["roles"][0]
+    pattern = role.pop("leaderWorkerPattern")
+    role["template"] = pattern["template"]
+    probe = {"httpGet": {"path": "/health", "port": 8001}, "periodSeconds": 10}
+    role["leaderWorkerSet"] = {
+        "size": 2,
+        "patchLeaderTemplate": {"spec": {"containers": [{"name": "sglang", "readinessProbe": probe}]}},
+    }
+    rbg = {"apiVersion": "workloads.x-k8s.io/v1alpha1", "kind": "RoleBasedGroup",
+           "metadata": {"name": "agg-lwd"}, "spec": {"roles": [role]}}  # fmt: skip
+    path = tmp_path / "rbg.yaml"
+    path.write_text(yaml.safe_dump(rbg))
+    rc, found, err, _ = _found(path)
+    assert rc == 1, err
+    # the leader's patch gives it a readiness probe (the leader serves: the check reads it)
+    assert found[("RoleBasedGroup", "agg-lwd")]["no-readiness-probe"] == (
+        "pass", "spec.roles[backend].template.spec.containers[].readinessProbe")  # fmt: skip
+    role["leaderWorkerSet"] = {"size": 2, "patchWorkerTemplate": role["leaderWorkerSet"]["patchLeaderTemplate"]}
+    path.write_text(yaml.safe_dump(rbg))
+    rc, found, err, _ = _found(path)
+    assert rc == 1, err
+    assert found[("RoleBasedGroup", "agg-lwd")]["no-readiness-probe"] == (
+        "fail", "spec.roles[backend].template.spec.containers[].readinessProbe")  # fmt: skip

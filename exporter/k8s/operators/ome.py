@@ -9,9 +9,10 @@ pkg/controller/v1beta1/inferenceservice/ unless named:
   `decoderConfig`, `routerConfig` is the base and the InferenceService's component is a strategic merge patch
   over it (maps merged, named lists such as `containers`, `env`, `volumes` merged by name, other lists
   replaced);
-- utils/deployment.go:12-34, 37-70: `leader`/`worker` make a component MultiNode (a LeaderWorkerSet),
-  `minReplicas: 0` on the engine makes it Serverless (a Knative Service) unless a decoder is present, an
-  `ome.io/deploymentMode` annotation names another mode; else RawDeployment, the only mode read here;
+- utils/deployment.go:12-34, 37-98: `leader`/`worker` make an engine or decoder MultiNode (a
+  LeaderWorkerSet), `minReplicas: 0` makes the engine (unless a decoder is present) or the router Serverless
+  (a Knative Service), the engine's `ome.io/deploymentMode` annotation names another mode; else
+  RawDeployment, the only mode read here;
 - components/engine.go:246-265, decoder.go:248, router.go:224: the Deployment is `<name>-engine`,
   `<name>-decoder`, `<name>-router`; components/base.go:425-452 labels its pods
   `ome.io/inferenceservice: <name>`, `component: <engine|decoder|router>`, `serving-runtime: <runtime>`, and
@@ -95,12 +96,14 @@ def runtime_of(spec: Mapping[str, Any], namespace: str, refs: Refs) -> tuple[Map
 
 
 def mode(component: str, merged: Mapping[str, Any], decoder: bool) -> str:
-    said = strs(merged.get("annotations")).get(MODE_ANNOTATION, "")
-    if said:
-        return said
-    if merged.get("leader") is not None or merged.get("worker") is not None:
+    """utils/deployment.go:12-34, 37-98: the engine's `ome.io/deploymentMode` annotation, else `leader`/`worker`
+    (MultiNode), else `minReplicas: 0` (Serverless; the engine not with a decoder); a decoder is never
+    Serverless; a router is Serverless at `minReplicas: 0`."""
+    if component == "engine" and strs(merged.get("annotations")).get(MODE_ANNOTATION):
+        return strs(merged.get("annotations"))[MODE_ANNOTATION]
+    if component != "router" and (merged.get("leader") is not None or merged.get("worker") is not None):
         return "MultiNode"
-    if component == "engine" and as_int(merged.get("minReplicas")) == 0 and not decoder:
+    if as_int(merged.get("minReplicas")) == 0 and (component == "router" or (component == "engine" and not decoder)):
         return "Serverless"
     return "RawDeployment"
 

@@ -9,8 +9,9 @@ Cited from github.com/sgl-project/rbg at tag v0.7.0 (01df6fc39e3e979b4adade9ceef
   `workerTemplatePatch`), each a `template` or a `templateRef` to `spec.roleTemplates` with a `patch`
   (:31-60, :290-298; a strategic merge patch, pkg/reconciler/pod_reconciler.go:369); :229-243: the workload
   kind is the role's `rbg.workloads.x-k8s.io/role-workload-type` annotation, else RBG's own RoleInstanceSet;
-  v1alpha1 roles carry `template` and `workload` (default apps/v1 StatefulSet,
-  api/workloads/v1alpha1/rolebasedgroup_types.go:341);
+  v1alpha1 roles carry `template` (or `templateRef` and `templatePatch`), `leaderWorkerSet` (`size`,
+  `patchLeaderTemplate`, `patchWorkerTemplate`) and `workload` (default apps/v1 StatefulSet),
+  api/workloads/v1alpha1/rolebasedgroup_types.go:39-65, 323-429;
 - api/workloads/v1alpha2/helper.go:34-42, 82-95: the workload is `<group>-<role>`, its pods labelled
   `rbg.workloads.x-k8s.io/group-name: <group>` and `rbg.workloads.x-k8s.io/role-name: <role>`;
   pkg/reconciler/deploy_reconciler.go:121-165: the role's `replicas` as written, the pod template as written
@@ -54,16 +55,17 @@ def _fields(at: str, role: str) -> dict[str, str]:
 
 
 def _template(source: Mapping[str, Any], spec: Mapping[str, Any], at: str) -> tuple[dict[str, Any], str]:
-    """A pattern's pod template and where it is written: its own, else its `templateRef` patched."""
+    """A pattern's (or a v1alpha1 role's) pod template and where it is written: its own, else its
+    `templateRef` patched (v1alpha2 `templateRef.patch`, v1alpha1 `templatePatch`)."""
     own = as_dict(source.get("template"))
     if own:
         return own, at
     ref = as_dict(source.get("templateRef"))
     name = str(ref.get("name") or "")
     for entry in listed(spec.get("roleTemplates")):
-        if entry.get("name") == name:
+        if name and entry.get("name") == name:
             base = as_dict(entry.get("template"))
-            patch = ref.get("patch")
+            patch = ref.get("patch") or source.get("templatePatch")
             return (as_dict(merge(base, patch)) if isinstance(patch, dict) else base), f"spec.roleTemplates[{name}]"
     return {}, at
 
@@ -82,24 +84,27 @@ def role_pods(
     at = f"spec.roles[{name}]"
     if isinstance(role.get("customComponentsPattern"), dict):
         return (), at, f"{at}.customComponentsPattern is not read"
-    lw = role.get("leaderWorkerPattern") or role.get("leaderWorkerSet")
     standalone = as_dict(role.get("standalonePattern"))
-    if isinstance(lw, dict):
-        base, where = _template(lw, spec, f"{at}.leaderWorkerPattern")
-        if not base and isinstance(role.get("template"), dict):
-            base, where = as_dict(role.get("template")), at
+    lw, old = role.get("leaderWorkerPattern"), role.get("leaderWorkerSet")  # v1alpha2, v1alpha1
+    if isinstance(lw, dict) or isinstance(old, dict):
+        if isinstance(lw, dict):
+            base, where = _template(lw, spec, f"{at}.leaderWorkerPattern")
+            patches = (lw.get("leaderTemplatePatch"), lw.get("workerTemplatePatch"))
+        else:
+            lw = as_dict(old)
+            base, where = _template(role, spec, at)
+            patches = (lw.get("patchLeaderTemplate"), lw.get("patchWorkerTemplate"))
         if not base:
-            return (), at, f"{at}.leaderWorkerPattern has no template"
-        leader = merge(base, lw["leaderTemplatePatch"]) if isinstance(lw.get("leaderTemplatePatch"), dict) else base
-        worker = merge(base, lw["workerTemplatePatch"]) if isinstance(lw.get("workerTemplatePatch"), dict) else base
+            return (), at, f"{at} has no pod template"
+        leader, worker = (merge(base, p) if isinstance(p, dict) else base for p in patches)
         size = as_int(lw.get("size"))
         pods = [_labelled(leader, group, name)]
-        if size is None or size > 1:
+        if (1 if size is None else size) > 1:  # `+kubebuilder:default=1`: the leader alone
             pods.append(_labelled(worker, group, name))
         return tuple(pods), where, ""
     template, where = _template(standalone, spec, f"{at}.standalonePattern")
-    if not template and isinstance(role.get("template"), dict):  # v1alpha1
-        template, where = as_dict(role.get("template")), at
+    if not template and not standalone:  # v1alpha1: the role's own template or templateRef
+        template, where = _template(role, spec, at)
     if not template:
         return (), at, f"{at} has no pod template"
     return (_labelled(template, group, name),), where, ""
