@@ -137,3 +137,33 @@ def test_with_a_decoder_the_engine_is_never_serverless_and_a_router_at_zero_is(t
         "spec.decoder has no runner and no container: nothing to read; "
         "spec.router is deployed Serverless: only RawDeployment components are read" in err
     )
+
+
+def test_malformed_resources_are_named_in_notes_not_tracebacks(tmp_path: Path) -> None:
+    runtime = {"apiVersion": "ome.io/v1beta1", "kind": "ClusterServingRuntime", "metadata": {"name": "rt"},
+               "spec": {"engineConfig": {"runner": "bad", "containers": [1]}}}  # fmt: skip
+    docs = [
+        {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "x"},
+         "spec": {"runtime": {"name": "rt"}, "engine": "oops", "router": []}},
+        {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "y"},
+         "spec": {"runtime": {"name": "rt"}, "engine": {"minReplicas": 1}}},
+        {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "z"}, "spec": {}},
+        {"apiVersion": "serving.kserve.io/v1beta1", "kind": "ClusterServingRuntime", "metadata": {"name": "kserve"}},
+        {"apiVersion": "ome.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "k"},
+         "spec": {"runtime": {"name": "kserve"}, "engine": {}}},
+        runtime,
+    ]  # fmt: skip
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    rc, out, err = audit("-f", str(path))
+    assert (rc, out) == (2, "")
+    assert "Traceback" not in err
+    for note in (
+        "InferenceService default/x: no spec.engine (a mapping): OME generates no engine without one",
+        "InferenceService default/y: spec.engine has no runner and no container: nothing to read",
+        "InferenceService default/z: no spec.runtime.name: OME picks a runtime by the model's format and size; name it",
+        # KServe's runtime of that name is not OME's
+        "InferenceService default/k: runtime kserve is not in the input: add its ome.io ServingRuntime or "
+        "ClusterServingRuntime",
+    ):
+        assert note in err, note

@@ -118,7 +118,7 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
     runtime_name = meta(runtime, namespace)[1]
     present = [c for c in COMPONENTS if isinstance(spec.get(c), dict)]
     if "engine" not in present:
-        return Derived(note="no spec.engine: OME generates no engine")
+        return Derived(note="no spec.engine (a mapping): OME generates no engine without one")
     routed = "router" in present
     workloads: list[Workload] = []
     scalers: list[Autoscaler] = []
