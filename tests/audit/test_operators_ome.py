@@ -121,7 +121,7 @@ def test_an_engine_scaled_to_zero_is_serverless_and_named_in_a_note(tmp_path: Pa
     isvc["spec"]["engine"]["minReplicas"] = 0
     rc, found, err, _ = _found(*_with(tmp_path, isvc))
     assert (rc, found) == (2, {})  # the router alone is no engine
-    assert "spec.engine is deployed Serverless: only RawDeployment components are read" in err
+    assert "spec.engine is deployed Serverless: only RawDeployment and MultiNode components are read" in err
 
 
 def test_with_a_decoder_the_engine_is_never_serverless_and_a_router_at_zero_is(tmp_path: Path) -> None:
@@ -135,7 +135,7 @@ def test_with_a_decoder_the_engine_is_never_serverless_and_a_router_at_zero_is(t
     assert found[ENGINE]["fixed-replicas"] == ("fail", "spec.engine.minReplicas")  # its HPA: at least 1, at most 1
     assert (
         "spec.decoder has no runner and no container: nothing to read; "
-        "spec.router is deployed Serverless: only RawDeployment components are read" in err
+        "spec.router is deployed Serverless: only RawDeployment and MultiNode components are read" in err
     )
 
 
@@ -167,3 +167,35 @@ def test_malformed_resources_are_named_in_notes_not_tracebacks(tmp_path: Path) -
         "ClusterServingRuntime",
     ):
         assert note in err, note
+
+
+def test_pd_sample_audits_the_leader_worker_engine_and_decoder() -> None:
+    """deepseek-v3-pd: engine and decoder are MultiNode (a LeaderWorkerSet each, of `minReplicas` groups, no HPA
+    and no PDB); the runtime gives their leaders the nvidia.com/gpu toleration and no probe at all."""
+    rc, found, err, _ = _found(CORPUS.parent / "ome-deepseek-pd")
+    assert rc == 1, err
+    assert err == ""
+
+    def expected(c: str) -> dict[str, tuple[str, str | None]]:
+        at = f"spec.{c}.leader"
+        sets = "not a field of the InferenceService: OME v0.1.5 sets it"
+        return {
+            **{k: ("n/a", sets) for k in ("autoscaler-utilization-signal", "autoscaler-scale-to-zero")},
+            **{k: ("n/a", sets) for k in ("autoscaler-cooldown-short", "keda-null-as-zero")},
+            "fixed-replicas": ("fail", f"spec.{c}.minReplicas"),
+            "round-robin-routing": ("n/a", f"spec.{c}.minReplicas"),
+            "no-readiness-probe": ("fail", f"{at}.runner.readinessProbe"),
+            "no-startup-probe": ("pass", f"{at}.runner.startupProbe"),  # no liveness probe to kill a slow load
+            "grace-period-short": ("fail", f"{at}.terminationGracePeriodSeconds"),
+            "no-prestop": ("fail", f"{at}.runner.lifecycle.preStop"),
+            "no-pdb": ("fail", None),
+            "gpu-nodes-untainted": ("n/a", None),
+            "no-gpu-toleration": ("pass", f"{at}.tolerations"),
+            "non-gpu-pods-on-gpu-nodes": ("n/a", None),
+            "time-slicing-user-facing": ("unknown", None),
+            "context-oversized": ("fail", f"{at}.runner.args"),
+            "ingress-timeout-short": ("n/a", None),
+            "ingress-buffering": ("n/a", None),
+        }
+
+    assert found == {("InferenceService", f"deepseek-v3/{c}"): expected(c) for c in ("engine", "decoder")}

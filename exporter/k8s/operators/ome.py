@@ -12,7 +12,7 @@ pkg/controller/v1beta1/inferenceservice/ unless named:
 - utils/deployment.go:12-34, 37-98: `leader`/`worker` make an engine or decoder MultiNode (a
   LeaderWorkerSet), `minReplicas: 0` makes the engine (unless a decoder is present) or the router Serverless
   (a Knative Service), the engine's `ome.io/deploymentMode` annotation names another mode; else
-  RawDeployment, the only mode read here;
+  RawDeployment; RawDeployment and MultiNode components are read, each of the others named in a note;
 - components/engine.go:246-265, decoder.go:248, router.go:224: the Deployment is `<name>-engine`,
   `<name>-decoder`, `<name>-router`; components/base.go:425-452 labels its pods
   `ome.io/inferenceservice: <name>`, `component: <engine|decoder|router>`, `serving-runtime: <runtime>`, and
@@ -127,8 +127,13 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
     for component in present:
         merged = as_dict(merge(as_dict(rspec.get(CONFIGS[component])), as_dict(spec.get(component))))
         how = mode(component, merged, "decoder" in present)
+        if how == "MultiNode":
+            found = multi_node(merged, namespace, name, component, present, labels, annotations, runtime_name, source)
+            workloads += [found] if found else []
+            odd += [] if found else [f"spec.{component}.leader has no runner and no container: nothing to read"]
+            continue
         if how != "RawDeployment":
-            odd.append(f"spec.{component} is deployed {how}: only RawDeployment components are read")
+            odd.append(f"spec.{component} is deployed {how}: only RawDeployment and MultiNode components are read")
             continue
         deployment = f"{name}-{component}"
         pod_spec = {k: v for k, v in merged.items() if k not in _COMPONENT_FIELDS}
@@ -167,6 +172,43 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
         )  # fmt: skip
         services.append((namespace, deployment, {"app": deployment}))
     return Derived(tuple(workloads), tuple(scalers), tuple(services), note="; ".join(odd), pdbs=tuple(services))
+
+
+def multi_node(
+    merged: Mapping[str, Any], namespace: str, name: str, component: str, present: list[str],
+    labels: dict[str, str], annotations: dict[str, str], runtime: str, source: Source,
+) -> Workload | None:  # fmt: skip
+    """reconcilers/lws/lws_reconciler.go:46-133: the LeaderWorkerSet of `minReplicas` (1 when unset) groups,
+    the leader's and the worker's pod spec each with its runner (components/engine.go:268-345), the API's
+    grace period unless set, no default probe, no HPA and no PodDisruptionBudget
+    (reconcilers/multinode/multinode_reconciler.go:79-95: the LeaderWorkerSet and a Service)."""
+    pods = []
+    for part in ("leader", "worker"):
+        spec = as_dict(merged.get(part))
+        runner = as_dict(spec.get("runner"))
+        containers = listed(spec.get("containers"))
+        containers = merge(containers, [runner], "containers") if runner else containers
+        if not containers:
+            if part == "leader":
+                return None
+            continue
+        pod_spec = {k: v for k, v in spec.items() if k not in ("runner", "size")}
+        pod_labels = {**labels, **strs(merged.get("labels")), "ome.io/inferenceservice": name,
+                      "component": component, "serving-runtime": runtime}  # fmt: skip
+        if part == "leader":
+            pod_labels["app"] = f"{name}-{component}"
+        pods.append(pod_template({"metadata": {"labels": pod_labels}, "spec": {**pod_spec, "containers": containers}}))
+    at = f"spec.{component}.leader"
+    fields = {**_fields(component), "autoscaler": "", "readinessProbe": f"{at}.runner.readinessProbe",
+              "startupProbe": f"{at}.runner.startupProbe", "terminationGracePeriodSeconds":
+              f"{at}.terminationGracePeriodSeconds", "preStop": f"{at}.runner.lifecycle.preStop",
+              "tolerations": f"{at}.tolerations", "args": f"{at}.runner.args"}  # fmt: skip
+    minimum = as_int(merged.get("minReplicas"))
+    return Workload(
+        "InferenceService", namespace, _wname(name, component, present), labels, annotations,
+        1 if minimum is None else minimum, tuple(pods), source, fields=fields,
+        routed_by=ROUTED_BY if "router" in present and component != "router" else "",
+    )  # fmt: skip
 
 
 def _wname(name: str, component: str, present: list[str]) -> str:
