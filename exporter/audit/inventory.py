@@ -106,6 +106,7 @@ def finish(inv: Inventory) -> None:
         inv.around.autoscalers += derived.autoscalers
         inv.around.frontends += derived.frontends
         inv.around.services += [model.Service(n, name, Selector(sel)) for n, name, sel in derived.services]
+        inv.around.pdbs += [model.Pdb(n, name, Selector(sel)) for n, name, sel in derived.pdbs]
         if derived.note:
             namespace, name = meta(obj, ns)[:2]
             inv.notes.append(f"{obj.get('kind')} {namespace}/{name}: {derived.note}")

@@ -18,6 +18,13 @@ OPERATORS: dict[tuple[str, str], str] = {
         "are metav1.NewControllerRef(workspace, kaitov1beta1.GroupVersion.WithKind(\"Workspace\"))",
     ("apps.nvidia.com", "NIMService"): "NVIDIA/k8s-nim-operator, the platform reconcilers: "
         "controllerutil.SetControllerReference(nimService, resource, ...) on each rendered object",
+    ("ome.io", "InferenceService"): "sgl-project/ome v0.1.5 pkg/controller/v1beta1/inferenceservice/reconcilers/"
+        "common/deployment_reconciler.go:148 (each RawDeployment component's Deployment) and :163 (a MultiNode "
+        "component's LeaderWorkerSet): controllerutil.SetControllerReference(isvc, ..., r.Scheme)",
+    ("workloads.x-k8s.io", "RoleBasedGroup"): "sgl-project/rbg v0.7.0 pkg/reconciler/deploy_reconciler.go:159-166, "
+        "sts_reconciler.go:496-503, lws_reconciler.go:345-352: each role's Deployment, StatefulSet or "
+        "LeaderWorkerSet WithOwnerReferences(... WithController(true)) to the RoleBasedGroup (its default "
+        "RoleInstanceSet, roleinstanceset_reconciler.go:196-203, is no workload this reads: the chain ends there)",
 }  # fmt: skip
 
 

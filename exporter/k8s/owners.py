@@ -11,7 +11,9 @@ the ownerReferences of objects already read, never from the operator's own resou
 `OPERATORS` (`owner_refs.py`) lists the owners followed (API group, kind); an owner of any other kind ends
 the chain, and the generated workload stands. Not followed, for their chain passes an object the cluster role
 does not read: KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's DynamoGraphDeployment (its
-Deployments' controller is a DynamoComponentDeployment), nor KServe's serverless mode (a Knative Revision).
+Deployments' controller is a DynamoComponentDeployment), nor KServe's serverless mode (a Knative Revision), nor
+RBG's default RoleInstanceSet (its pods' controller is a RoleInstance); RBG roles of a Deployment, StatefulSet
+or LeaderWorkerSet are.
 """
 
 from __future__ import annotations

@@ -30,6 +30,8 @@ def obj(kind: str, name: str, *refs: dict[str, Any], labels: dict[str, str] | No
 ISVC = ref("serving.kserve.io/v1beta1", "InferenceService", "llama", "4a0c7c1e-1b51-4e0e-9d7e-7f3c2d9c0a11")
 WORKSPACE = ref("kaito.sh/v1beta1", "Workspace", "phi-4", "8f1e2d3c-4b5a-4968-8776-655443322110")
 NIMSERVICE = ref("apps.nvidia.com/v1alpha1", "NIMService", "meta-llama3", "0d9c8b7a-6f5e-4d3c-2b1a-0f9e8d7c6b5a")
+OME = ref("ome.io/v1beta1", "InferenceService", "llama-3-1-8b", "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b")
+RBG = ref("workloads.x-k8s.io/v1alpha2", "RoleBasedGroup", "sglang-pd", "6f7a8b9c-0d1e-4f2a-9b3c-4d5e6f7a8b9c")
 
 
 def test_the_operator_owner_of_each_generated_workload() -> None:
@@ -38,6 +40,10 @@ def test_the_operator_owner_of_each_generated_workload() -> None:
     assert owners.operator_owner(obj("StatefulSet", "phi-4", WORKSPACE)["metadata"]) == ("Workspace", "phi-4")
     assert owners.operator_owner(obj("LeaderWorkerSet", "meta-llama3", NIMSERVICE)["metadata"]) == (
         "NIMService", "meta-llama3")  # fmt: skip
+    assert owners.operator_owner(obj("Deployment", "llama-3-1-8b-engine", OME)["metadata"]) == (
+        "InferenceService", "llama-3-1-8b")  # fmt: skip
+    assert owners.operator_owner(obj("StatefulSet", "sglang-pd-decode", RBG)["metadata"]) == (
+        "RoleBasedGroup", "sglang-pd")  # fmt: skip
 
 
 def test_an_owner_that_is_not_an_operator_resource_or_not_the_controller_ends_the_chain() -> None:
@@ -50,6 +56,9 @@ def test_an_owner_that_is_not_an_operator_resource_or_not_the_controller_ends_th
     # the same kind in another group is another resource (Kubeflow's Workspace)
     other = ref("kubeflow.org/v1alpha1", "Workspace", "my-workspace", "2c3d4e5f-0000-4000-8000-000000000002")
     assert owners.operator_owner(obj("StatefulSet", "ws-my-workspace-sts", other)["metadata"]) is None
+    # RBG's default workload, a RoleInstanceSet, owns its RoleInstances: no workload the cluster role reads
+    instances = ref("workloads.x-k8s.io/v1alpha2", "RoleInstanceSet", "sglang-pd-decode", "7a8b9c0d-0000-4000-8000-3")
+    assert owners.operator_owner(obj("RoleInstance", "sglang-pd-decode-0", instances)["metadata"]) is None
     assert owners.operator_owner(obj("Deployment", "vllm")["metadata"]) is None
 
 

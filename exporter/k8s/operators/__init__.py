@@ -12,43 +12,50 @@ finding names what the user edits, and `Workload.fields` says where in it each a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from exporter.k8s.fields import Source
-from exporter.k8s.operators import kaito, kserve, kuberay, nim
+from exporter.k8s.operators import kaito, kserve, kuberay, nim, ome, rbg
 from exporter.k8s.operators.base import Derived, Refs
 
 # (obj, default namespace, where it came from, the referable objects of the input by kind) -> what it derives
 Reader = Callable[[Mapping[str, Any], str, Source, Refs], Derived]
 
-# kind -> (apiVersion group, reader)
-READERS: dict[str, tuple[str, Reader]] = {
-    "InferenceService": ("serving.kserve.io/", kserve.read),
-    "Workspace": ("kaito.sh/", kaito.read),
-    "RayService": ("ray.io/", kuberay.read),
-    "NIMService": ("apps.nvidia.com/", nim.read),
+# (kind, apiVersion group) -> reader: two operators may share a kind (KServe's and OME's InferenceService)
+READERS: dict[tuple[str, str], Reader] = {
+    ("InferenceService", "serving.kserve.io/"): kserve.read,
+    ("Workspace", "kaito.sh/"): kaito.read,
+    ("RayService", "ray.io/"): kuberay.read,
+    ("NIMService", "apps.nvidia.com/"): nim.read,
+    ("InferenceService", "ome.io/"): ome.read,
+    ("RoleBasedGroup", "workloads.x-k8s.io/"): rbg.read,
 }
-# kinds a reader refers to, kept from the input (not audited themselves)
-REFERRED: dict[str, str] = {
-    "ServingRuntime": "serving.kserve.io/",
-    "ClusterServingRuntime": "serving.kserve.io/",
-    "NIMCache": "apps.nvidia.com/",  # the model cache a NIMService mounts: nothing a check reads
-}
+# (kind, apiVersion group) of what a reader refers to, kept from the input (not audited themselves)
+REFERRED: frozenset[tuple[str, str]] = frozenset({
+    ("ServingRuntime", "serving.kserve.io/"),
+    ("ClusterServingRuntime", "serving.kserve.io/"),
+    ("NIMCache", "apps.nvidia.com/"),  # the model cache a NIMService mounts: nothing a check reads
+    ("ServingRuntime", "ome.io/"),
+    ("ClusterServingRuntime", "ome.io/"),
+    ("BaseModel", "ome.io/"),  # the model an OME InferenceService serves: nothing a check reads
+    ("ClusterBaseModel", "ome.io/"),
+})  # fmt: skip
+
+
+def _key(obj: Mapping[str, Any], table: Iterable[tuple[str, str]]) -> tuple[str, str] | None:
+    kind, api = str(obj.get("kind") or ""), str(obj.get("apiVersion") or "")
+    return next(((k, g) for k, g in table if k == kind and api.startswith(g)), None)
 
 
 def reader(obj: Mapping[str, Any]) -> Reader | None:
-    """The reader of `obj`'s kind and API group, None when no operator reader owns it (OME's InferenceService
-    shares KServe's kind in another group)."""
-    found = READERS.get(str(obj.get("kind") or ""))
-    if found is None or not str(obj.get("apiVersion") or "").startswith(found[0]):
-        return None
-    return found[1]
+    """The reader of `obj`'s kind and API group, None when no operator reader owns it."""
+    key = _key(obj, READERS)
+    return None if key is None else READERS[key]
 
 
 def referred(obj: Mapping[str, Any]) -> bool:
-    group = REFERRED.get(str(obj.get("kind") or ""))
-    return group is not None and str(obj.get("apiVersion") or "").startswith(group)
+    return _key(obj, REFERRED) is not None
 
 
 def derive(obj: Mapping[str, Any], namespace: str, source: Source, refs: Refs) -> Derived:

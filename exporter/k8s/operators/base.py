@@ -14,6 +14,9 @@ from exporter.k8s.workloads import Workload
 # the objects of the input a reader may refer to, by kind
 Refs = Mapping[str, Sequence[Mapping[str, Any]]]
 
+# lists of a pod template merged entry by entry in a strategic merge patch (patchMergeKey name, containerPort)
+_MERGED_BY_NAME = {"containers", "initContainers", "env", "volumes", "volumeMounts", "ports"}
+
 
 @dataclass(frozen=True)
 class Derived:
@@ -24,6 +27,7 @@ class Derived:
     services: tuple[tuple[str, str, dict[str, str]], ...] = ()  # (namespace, name, selector)
     note: str = ""
     frontends: tuple[Frontend, ...] = ()  # the Ingresses and routes it makes
+    pdbs: tuple[tuple[str, str, dict[str, str]], ...] = ()  # the PodDisruptionBudgets it makes: as `services`
 
 
 def named(refs: Refs, kinds: Sequence[str], name: str, namespace: str) -> Mapping[str, Any] | None:
@@ -40,3 +44,24 @@ def named(refs: Refs, kinds: Sequence[str], name: str, namespace: str) -> Mappin
 
 def listed(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in as_list(value) if isinstance(v, dict)]
+
+
+def merge(base: Any, patch: Any, key: str = "") -> Any:
+    """A strategic merge patch of `patch` over `base`, as far as the pod spec's fields go: maps merged,
+    lists of named entries merged by name, other lists and values replaced."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for k, v in patch.items():
+            out[k] = merge(base[k], v, k) if k in base else v
+        return out
+    if key in _MERGED_BY_NAME and isinstance(base, list) and isinstance(patch, list):
+        by = "containerPort" if key == "ports" else "name"
+        merged = [dict(b) if isinstance(b, dict) else b for b in base]
+        for item in listed(patch):
+            at = next((i for i, b in enumerate(merged) if isinstance(b, dict) and b.get(by) == item.get(by)), None)
+            if at is None:
+                merged.append(item)
+            else:
+                merged[at] = merge(merged[at], item)
+        return merged
+    return patch
