@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from exporter.k8s.fields import Source
-from exporter.k8s.operators import kaito, kserve, kuberay, nim
+from exporter.k8s.operators import kaito, kaito_set, kserve, kuberay, nim
 from exporter.k8s.operators.base import Derived, Refs
 
 # (obj, default namespace, where it came from, the referable objects of the input by kind) -> what it derives
@@ -26,6 +26,7 @@ Reader = Callable[[Mapping[str, Any], str, Source, Refs], Derived]
 READERS: dict[str, tuple[str, Reader]] = {
     "InferenceService": ("serving.kserve.io/", kserve.read),
     "Workspace": ("kaito.sh/", kaito.read),
+    "InferenceSet": ("kaito.sh/", kaito_set.read),
     "RayService": ("ray.io/", kuberay.read),
     "NIMService": ("apps.nvidia.com/", nim.read),
 }
