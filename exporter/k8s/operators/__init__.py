@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from exporter.k8s.fields import Source
-from exporter.k8s.operators import kaito, kaito_set, kserve, kuberay, nim
+from exporter.k8s.operators import dynamo, kaito, kaito_set, kserve, kuberay, nim
 from exporter.k8s.operators.base import Derived, Refs
 
 # (obj, default namespace, where it came from, the referable objects of the input by kind) -> what it derives
@@ -29,6 +29,7 @@ READERS: dict[str, tuple[str, Reader]] = {
     "InferenceSet": ("kaito.sh/", kaito_set.read),
     "RayService": ("ray.io/", kuberay.read),
     "NIMService": ("apps.nvidia.com/", nim.read),
+    "DynamoGraphDeployment": ("nvidia.com/", dynamo.read),
 }
 # kinds a reader refers to, kept from the input (not audited themselves)
 REFERRED: dict[str, str] = {
