@@ -9,9 +9,12 @@ the ownerReferences of objects already read, never from the operator's own resou
     Pod -> StatefulSet -> owner;   Pod of a LeaderWorkerSet (its label) -> LeaderWorkerSet -> owner
 
 `OPERATORS` (`owner_refs.py`) lists the owners followed (API group, kind); an owner of any other kind ends
-the chain, and the generated workload stands. Not followed, for their chain passes an object the cluster role
-does not read: KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's DynamoGraphDeployment (its
-Deployments' controller is a DynamoComponentDeployment), nor KServe's serverless mode (a Knative Revision).
+the chain, and the generated workload stands. KServe's Knative mode (a Knative Revision controls the
+Deployment) is followed by the label Knative copies onto it from the Revision, which KServe set on the Revision
+template (`THROUGH_LABELS`). Not followed, for their chain passes an object the cluster role does not read:
+KubeRay's RayService (its pods' controller is a RayCluster), Dynamo's DynamoGraphDeployment (its Deployments'
+controller is a DynamoComponentDeployment) and KAITO's InferenceSet (its StatefulSets' controller is a
+Workspace, which the InferenceSet controls).
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ def test_an_owner_that_is_not_an_operator_resource_or_not_the_controller_ends_th
     revision = ref(
         "serving.knative.dev/v1", "Revision", "llama-predictor-00001", "1b2c3d4e-0000-4000-8000-000000000001"
     )
+    # a Knative Service of no InferenceService: Knative's own Deployment stands
     assert owners.operator_owner(obj("Deployment", "llama-predictor-00001-deployment", revision)["metadata"]) is None
     # an ownerReference without controller: true (a user's or a GC-only owner) is not who reverts the edits
     assert owners.operator_owner(obj("Deployment", "vllm", ref(*_isvc_args(), controller=False))["metadata"]) is None
@@ -51,6 +52,28 @@ def test_an_owner_that_is_not_an_operator_resource_or_not_the_controller_ends_th
     other = ref("kubeflow.org/v1alpha1", "Workspace", "my-workspace", "2c3d4e5f-0000-4000-8000-000000000002")
     assert owners.operator_owner(obj("StatefulSet", "ws-my-workspace-sts", other)["metadata"]) is None
     assert owners.operator_owner(obj("Deployment", "vllm")["metadata"]) is None
+
+
+def test_a_knative_revisions_deployment_names_the_inference_service_of_its_labels() -> None:
+    """KServe's Knative mode: InferenceService -> Knative Service -> Configuration -> Revision -> Deployment,
+    the Revision's labels (KServe's among them) copied onto the Deployment by Knative."""
+    revision = ref(
+        "serving.knative.dev/v1", "Revision", "llama-predictor-00001", "1b2c3d4e-0000-4000-8000-000000000001"
+    )
+    labels = {
+        "serving.kserve.io/inferenceservice": "llama",
+        "component": "predictor",
+        "serving.knative.dev/service": "llama-predictor",
+        "serving.knative.dev/configuration": "llama-predictor",
+        "serving.knative.dev/revision": "llama-predictor-00001",
+    }
+    deployment = obj("Deployment", "llama-predictor-00001-deployment", revision, labels=labels)
+    assert owners.operator_owner(deployment["metadata"]) == ("InferenceService", "llama")
+    assert owners.owned_record("Deployment")(deployment) == (
+        (NS, "Deployment", "llama-predictor-00001-deployment"), ("InferenceService", "llama"))  # fmt: skip
+    # the label on a Deployment another controller owns names nothing
+    plain = obj("Deployment", "vllm", labels={"serving.kserve.io/inferenceservice": "llama"})
+    assert owners.operator_owner(plain["metadata"]) is None
 
 
 def _isvc_args() -> tuple[str, str, str, str]:
