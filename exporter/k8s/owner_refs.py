@@ -29,8 +29,13 @@ OPERATORS: dict[tuple[str, str], str] = {
 # controlled by the one before), and the Revision's Deployment, controlled by the Revision, with the
 # Revision's labels (revision/resources/deploy.go:352-380, meta.go:49-63). The label names the end of the
 # chain the ownerReferences of the Revision, Configuration and Service lead to, which the role does not read.
+# KAITO v0.12.0: an InferenceSet controls the Workspaces it creates and labels each
+# `inferenceset.kaito.sh/created-by: <name>` (pkg/utils/inferenceset/inferenceset.go:133-179); the Workspace's
+# StatefulSet, controlled by the Workspace, carries that label on its pod template (its selector), not on
+# itself (pkg/workspace/manifests/manifests.go:135-180). A Workspace without it is the resource the user edits.
 THROUGH_LABELS: dict[tuple[str, str], tuple[str, str]] = {
     ("serving.knative.dev", "Revision"): ("serving.kserve.io/inferenceservice", "InferenceService"),
+    ("kaito.sh", "Workspace"): ("inferenceset.kaito.sh/created-by", "InferenceSet"),
 }
 
 
@@ -47,13 +52,17 @@ def controller(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def operator_owner(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(kind, name) of the controller owner when it is an operator resource of `OPERATORS`, or the operator
-    resource a generated controller's label names (`THROUGH_LABELS`), else None."""
+def operator_owner(
+    metadata: Mapping[str, Any], template_labels: Mapping[str, Any] | None = None
+) -> tuple[str, str] | None:
+    """(kind, name) of the operator resource a generated controller's label names (`THROUGH_LABELS`, on the
+    workload or its pod template), else of the controller owner when it is an operator resource of
+    `OPERATORS`, else None."""
     ref = controller(metadata)
     key = (_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""))
     if key in THROUGH_LABELS:
         label, kind = THROUGH_LABELS[key]
-        name = str(as_dict(metadata.get("labels")).get(label) or "")
-        return (kind, name) if name else None
+        name = str(as_dict(metadata.get("labels")).get(label) or (template_labels or {}).get(label) or "")
+        if name:
+            return kind, name
     return (key[1], str(ref.get("name") or "")) if key in OPERATORS and ref.get("name") else None

@@ -11,10 +11,10 @@ the ownerReferences of objects already read, never from the operator's own resou
 `OPERATORS` (`owner_refs.py`) lists the owners followed (API group, kind); an owner of any other kind ends
 the chain, and the generated workload stands. KServe's Knative mode (a Knative Revision controls the
 Deployment) is followed by the label Knative copies onto it from the Revision, which KServe set on the Revision
-template (`THROUGH_LABELS`). Not followed, for their chain passes an object the cluster role does not read:
-KubeRay's RayService (its pods' controller is a RayCluster), Dynamo's DynamoGraphDeployment (its Deployments'
-controller is a DynamoComponentDeployment) and KAITO's InferenceSet (its StatefulSets' controller is a
-Workspace, which the InferenceSet controls).
+template, and KAITO's InferenceSet (a Workspace controls the StatefulSet) by the label the StatefulSet's pod
+template carries from the Workspace (`THROUGH_LABELS`). Not followed, for their chain passes an object the
+cluster role does not read: KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's
+DynamoGraphDeployment (its Deployments' controller is a DynamoComponentDeployment).
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def owned_record(kind: str) -> Callable[[Mapping[str, Any]], tuple[Key, tuple[st
 
     def transform(obj: Mapping[str, Any]) -> tuple[Key, tuple[str, str]] | None:
         metadata = as_dict(obj.get("metadata"))
-        owner = operator_owner(metadata)
+        template = as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("metadata"))
+        owner = operator_owner(metadata, as_dict(template.get("labels")))
         if owner is None:
             return None
         return (str(metadata.get("namespace") or ""), kind, str(metadata.get("name") or "")), owner

@@ -76,6 +76,22 @@ def test_a_knative_revisions_deployment_names_the_inference_service_of_its_label
     assert owners.operator_owner(plain["metadata"]) is None
 
 
+def test_an_inference_sets_workspace_statefulset_names_the_inference_set() -> None:
+    """KAITO: InferenceSet -> Workspace `<set>-<random>` -> StatefulSet, whose pod template (its selector) carries
+    the Workspace's `inferenceset.kaito.sh/created-by` label."""
+    member = ref("kaito.sh/v1beta1", "Workspace", "phi-4-x7k2p", "9a8b7c6d-0000-4000-8000-000000000009")
+    sts = obj("StatefulSet", "phi-4-x7k2p", member)
+    template = {"kaito.sh/workspace": "phi-4-x7k2p", "inferenceset.kaito.sh/created-by": "phi-4"}
+    sts["spec"] = {"template": {"metadata": {"labels": template}}}
+    assert owners.operator_owner(sts["metadata"], template) == ("InferenceSet", "phi-4")
+    assert owners.owned_record("StatefulSet")(sts) == ((NS, "StatefulSet", "phi-4-x7k2p"), ("InferenceSet", "phi-4"))
+    generated = workloads.workload(sts)
+    assert generated is not None and generated.owner == "phi-4"
+    # a Workspace of its own is the resource the user edits
+    assert owners.operator_owner(sts["metadata"], {"kaito.sh/workspace": "phi-4-x7k2p"}) == (
+        "Workspace", "phi-4-x7k2p")  # fmt: skip
+
+
 def _isvc_args() -> tuple[str, str, str, str]:
     return (ISVC["apiVersion"], ISVC["kind"], ISVC["name"], ISVC["uid"])
 
