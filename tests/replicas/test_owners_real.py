@@ -3,10 +3,11 @@ InferenceService (the ownerReference KServe's raw-deployment reconciler writes) 
 controller manager, bound to a kwok GPU node and readied by kwok; the cluster role's replica series name
 the InferenceService, the resource the user edits, and its HPA (which targets the Deployment) too.
 
-The CRDs are the ones KServe v0.20.0 and Knative Serving v0.48.1 publish (tests/fixtures/operator_crds): the
-exporter reads no field of the InferenceService, only the ownerReference naming it, or in Knative mode the
-label the Revision's Deployment carries (the garbage collector of the controller manager runs here, so each
-owner must exist, with the uid the reference names)."""
+The CRDs are the ones KServe v0.20.0, Knative Serving v0.48.1 and KAITO v0.12.0 publish
+(tests/fixtures/operator_crds): the exporter reads no field of the operators' resources, only the
+ownerReference naming one, or the label a generated controller's workload carries (`THROUGH_LABELS`): the
+garbage collector of the controller manager runs here, so each owner must exist, with the uid the reference
+names."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def crd(name: str) -> dict[str, Any]:
 def established(cluster: ControlPlane, name: str = "inferenceservices.serving.kserve.io") -> bool:
     path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
     status, body = cluster.request("GET", path)
-    conditions = (body or {}).get("status", {}).get("conditions", []) if status == 200 else []
+    conditions = ((body or {}).get("status") or {}).get("conditions") or [] if status == 200 else []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 
@@ -164,3 +165,48 @@ def test_knative_mode_names_the_inference_service_at_the_end_of_the_knative_chai
             raise
         ours = [line for line in last[0].splitlines() if f'namespace="{ns}"' in line]
         assert not [line for line in ours if 'workload="qwen-predictor-00001-deployment"' in line]
+
+
+def test_an_inference_sets_workspace_statefulset_names_the_inference_set(kube_cluster: ControlPlane) -> None:
+    """InferenceSet -> Workspace `<set>-<random>` (labelled created-by) -> StatefulSet, as KAITO v0.12.0 makes
+    them; the StatefulSet's pod template carries the created-by label."""
+    cluster = kube_cluster
+    cluster.add_node(NODE, capacity={"nvidia.com/gpu": "1"}, labels={"pool": "owners"})
+    ns = cluster.namespace("kaito")
+    for plural in ("inferencesets", "workspaces"):
+        cluster.apply(crd(f"kaito.sh_{plural}.yaml"))
+        wait_for(lambda p=plural: established(cluster, f"{p}.kaito.sh"), 60, f"the {plural} CRD Established")  # type: ignore[misc]
+    selector = {"matchLabels": {"apps": "phi-4"}}
+    inference = {"preset": {"name": "phi-4-mini-instruct"}}
+    iset = cluster.apply({"apiVersion": "kaito.sh/v1beta1", "kind": "InferenceSet",
+                          "metadata": {"name": "phi-4", "namespace": ns},
+                          "spec": {"replicas": 1, "labelSelector": selector,
+                                   "template": {"inference": inference}}})  # fmt: skip
+    created_by = {"inferenceset.kaito.sh/created-by": "phi-4"}
+    workspace = cluster.apply({"apiVersion": "kaito.sh/v1beta1", "kind": "Workspace",
+                               "metadata": {"name": "phi-4-x7k2p", "namespace": ns, "labels": created_by,
+                                            "ownerReferences": controlled_by(iset)},
+                               "resource": {"labelSelector": selector}, "inference": inference})  # fmt: skip
+    sts = predictor(ns, workspace, "phi-4-x7k2p")
+    labels = {"kaito.sh/workspace": "phi-4-x7k2p", **created_by}
+    sts["kind"] = "StatefulSet"
+    sts["spec"]["serviceName"] = "phi-4-x7k2p-headless"
+    sts["spec"]["selector"] = {"matchLabels": labels}
+    sts["spec"]["template"]["metadata"]["labels"] = labels
+    sts["spec"].pop("strategy", None)
+    with replicas_collector(cluster, ns, NODE) as collector:
+        cluster.apply(sts)
+        ready = f'llm_replica_ready{{namespace="{ns}",workload="phi-4"}} 1'
+        last = [""]
+
+        def counted() -> bool:
+            last[0] = render(collector.collect())
+            return ready in last[0]
+
+        try:
+            wait_for(counted, 120, "the replica Ready under the InferenceSet")
+        except AssertionError:
+            print("\n".join(line for line in last[0].splitlines() if ns in line))
+            raise
+        ours = [line for line in last[0].splitlines() if f'namespace="{ns}"' in line]
+        assert not [line for line in ours if 'workload="phi-4-x7k2p"' in line]
