@@ -1,5 +1,6 @@
 """KServe `InferenceService` (serving.kserve.io/v1beta1) as the predictor KServe v0.20.0 generates in
-Standard (raw Deployment) mode, with its ServingRuntime or ClusterServingRuntime from the same input.
+Standard (raw Deployment) mode, or in Knative mode as the Revision Knative runs (`kserve_knative`), with its
+ServingRuntime or ClusterServingRuntime from the same input.
 
 Cited from github.com/kserve/kserve at tag v0.20.0 (1fb781055dd1567164358233e1125142ca6ef1fe):
 
