@@ -116,3 +116,14 @@ def test_an_inferenceset_without_inference_is_a_note(tmp_path: Path) -> None:
     assert rc == 2
     assert "audit: note: InferenceSet default/phi-4-mini: no spec.template.inference: nothing to serve" in err
     assert "Traceback" not in out + err
+
+
+def test_a_maximum_that_is_not_a_count_is_a_note(tmp_path: Path) -> None:
+    obj = yaml.safe_load((CORPUS / "kaito_inferenceset_phi_4_mini.yaml").read_text())
+    obj["metadata"]["annotations"]["scaledobject.kaito.sh/max-replicas"] = "lots"
+    path = tmp_path / "is.yaml"
+    path.write_text(yaml.safe_dump(obj))
+    rc, found, err, _ = _found(path)
+    assert rc == 1, err
+    assert "scaledobject.kaito.sh/max-replicas 'lots' is not a count: no ScaledObject is read" in err
+    assert found[("InferenceSet", "phi-4-mini")]["fixed-replicas"] == ("fail", "spec.replicas")

@@ -71,11 +71,14 @@ def scaled_object(
     if missing:
         wanted = " and ".join(SCALER + k for k in missing)
         return (), f"{wanted} missing (the KEDA KAITO scaler requires it): no ScaledObject is read"
+    most = annotations[SCALER + "max-replicas"]
+    if as_int(most) is None:
+        return (), f"{SCALER}max-replicas {most!r} is not a count: no ScaledObject is read"
     metric = annotations.get(SCALER + "metricName") or DEFAULT_METRIC
     scaler = Autoscaler(
         kind="keda", namespace=namespace, name=name, target_kind="InferenceSet", target_name=name,
         min_replicas=as_int(annotations.get(SCALER + "min-replicas")) or 1,
-        max_replicas=as_int(annotations.get(SCALER + "max-replicas")),
+        max_replicas=as_int(most),
         signals=(f"external:{metric}",), scale_down_window=SCALE_DOWN_WINDOW, cooldown=None, source=source,
     )  # fmt: skip
     return (scaler,), ""
