@@ -14,7 +14,8 @@ import yaml
 
 from tests.audit.test_command import audit
 
-RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "kserve-vllm-runtime"
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus"
+RUNTIME = CORPUS / "kserve-vllm-runtime"
 MODE = "serving.kserve.io/deploymentMode"
 ISVC: dict[str, Any] = {
     "apiVersion": "serving.kserve.io/v1beta1",
@@ -109,3 +110,34 @@ def test_another_knative_autoscaler_class_is_not_the_kpa(tmp_path: Path) -> None
     assert rc == 1, err
     assert found["fixed-replicas"][:2] == ("fail", "spec.predictor.minReplicas")
     assert found["autoscaler-scale-to-zero"][0] == "n/a"
+
+
+def test_kserves_published_fluid_sample_scales_a_gpu_server_to_zero() -> None:
+    """KServe v0.20.0's docs/samples/fluid: an 8B model on the huggingface server, no deploymentMode (Knative by
+    the shipped default), `minReplicas: 0`. The runtime's container has no port and no probe: Knative gives it
+    `user-port` 8080 and a TCP readiness probe, so it is a GPU server of an engine not named (the huggingface
+    server picks its backend itself), audited by the checks that read no engine flags."""
+    rc, out, err = audit("-f", str(CORPUS / "kserve-fluid-llama"), "--output", "json")
+    assert rc == 1, err
+    assert "InferenceService default/llama-31-8b-instruct: no serving.kserve.io/deploymentMode: read as Knative" in err
+    found = {r["check"]: (r["status"], r["field"]) for r in json.loads(out)}
+    assert found == {
+        "autoscaler-utilization-signal": ("pass", SCALER),  # the KPA on concurrency
+        "autoscaler-scale-to-zero": ("fail", SCALER),  # minReplicas 0
+        "autoscaler-cooldown-short": ("fail", SCALER),  # the 60 s stable window
+        "keda-null-as-zero": ("n/a", SCALER),
+        "fixed-replicas": ("pass", "spec.predictor.minReplicas"),
+        "no-readiness-probe": ("pass", f"{MODEL}.readinessProbe"),  # Knative's TCP probe
+        "no-startup-probe": ("pass", f"{MODEL}.startupProbe"),  # no liveness probe to kill a loading replica
+        "grace-period-short": ("pass", "spec.predictor.timeout"),  # 300 s
+        "no-prestop": ("pass", KNATIVE_SETS),
+        "no-pdb": ("fail", None),
+        "gpu-nodes-untainted": ("n/a", None),
+        "no-gpu-toleration": ("unknown", "spec.predictor.tolerations"),
+        "non-gpu-pods-on-gpu-nodes": ("n/a", None),
+        "time-slicing-user-facing": ("unknown", None),
+        "round-robin-routing": ("unknown", "spec.predictor.minReplicas"),
+        "ingress-timeout-short": ("n/a", None),
+        "ingress-buffering": ("n/a", None),
+        "context-oversized": ("unknown", f"{MODEL}.args"),  # the engine is not named
+    }

@@ -14,7 +14,9 @@ From github.com/kserve/kserve at tag v0.20.0 (1fb781055dd1567164358233e1125142ca
 
 From github.com/knative/serving at tag v0.48.1 (69aa052f143657969e5f0d7e0902088da6f22566):
 
-- pkg/reconciler/revision/resources/deploy.go:101-112, 261-283: every user container gets a preStop hook
+- pkg/reconciler/revision/resources/deploy.go:285-296, 309-324: the serving container (the one with a port)
+  has the one port `user-port`, its own first or 8080 (pkg/apis/serving/v1/revision_helpers.go:30-35);
+- deploy.go:101-112, 261-283: every user container gets a preStop hook
   that waits on the queue-proxy's drain (whatever lifecycle it had), and its HTTP, TCP or gRPC readiness
   probe is run by the queue-proxy instead; :299-302 the pod's terminationGracePeriodSeconds is the
   Revision's timeoutSeconds (whatever the pod spec said);
@@ -42,6 +44,7 @@ KPA = "kpa.autoscaling.knative.dev"
 REVISION_TIMEOUT_SECONDS = 300
 STABLE_WINDOW_SECONDS = 60
 DEFAULT_METRIC = "concurrency"
+USER_PORT = 8080
 DRAIN = {"preStop": {"httpGet": {"port": 8022, "path": "/wait-for-drain"}}}
 
 
@@ -60,10 +63,16 @@ def fields(base: Mapping[str, str]) -> dict[str, str]:
 def revision_pod(pod: Mapping[str, Any], predictor: Mapping[str, Any]) -> dict[str, Any]:
     """The pod of the Revision's Deployment: Knative's drain hook and default readiness, its grace period."""
     spec = as_dict(pod.get("spec"))
+    raw = listed(spec.get("containers"))
+    serving = next((i for i, c in enumerate(raw) if listed(c.get("ports"))), 0)
     containers = []
-    for c in listed(spec.get("containers")):
+    for i, c in enumerate(raw):
         ready = c.get("readinessProbe")
-        containers.append({**c, "lifecycle": DRAIN, "readinessProbe": ready or {"tcpSocket": {"port": 0}}})
+        container = {**c, "lifecycle": DRAIN, "readinessProbe": ready or {"tcpSocket": {"port": 0}}}
+        if i == serving:
+            port = next((as_int(p.get("containerPort")) for p in listed(c.get("ports"))), None) or USER_PORT
+            container["ports"] = [{"name": "user-port", "containerPort": port}]
+        containers.append(container)
     timeout = as_int(predictor.get("timeout"))
     grace = REVISION_TIMEOUT_SECONDS if timeout is None else timeout
     return {**pod, "spec": {**spec, "containers": containers, "terminationGracePeriodSeconds": grace}}
