@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.audit.test_command import audit
@@ -17,6 +18,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "dy
 SUMS = {
     "agg.yaml": "943481be4403ee43ae31f62643914bbef180bae376545b2dcb050a1fff0a1af6",
     "disagg.yaml": "483f4e661fbf54d1f6479d43c9ed399ee1451e9a358186ca8a3c56125fa9e3e4",
+    "../dynamo-sglang/agg.yaml": "32e638c6d26f7b12d539698cf93e11ceaac0e3182ee14ff9030506b97cdf9e78",
+    "../dynamo-trtllm/agg.yaml": "62c3042d0b3129b630bae7be4f6bd51ac865c5d3826d0beed8615def628471bc",
 }
 
 
@@ -80,6 +83,26 @@ def test_disaggregated_graph_is_its_prefill_and_decode_workers() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("sample", "service", "context"),
+    [
+        ("dynamo-sglang", "decode", "fail"),  # no --context-length
+        ("dynamo-trtllm", "TRTLLMWorker", "unknown"),  # TensorRT-LLM under Dynamo: its limit is in the engine file
+    ],
+)
+def test_the_sglang_and_trtllm_graphs_are_their_workers(sample: str, service: str, context: str) -> None:
+    rc, found, err, _ = _found(CORPUS.parent / sample / "agg.yaml")
+    assert rc == 1, err
+    graph = sample.removeprefix("dynamo-") + "-agg"
+    main = f"spec.services.{service}.extraPodSpec.mainContainer"
+    assert found == {
+        ("DynamoGraphDeployment", f"{graph}/{service}"): {
+            **expected(service),
+            "context-oversized": (context, f"{main}.args"),
+        }
+    }
+
+
 def _graph() -> dict[str, Any]:
     graph: dict[str, Any] = yaml.safe_load((CORPUS / "agg.yaml").read_text())
     return graph
@@ -133,4 +156,13 @@ def test_a_graph_without_services_is_a_note(tmp_path: Path) -> None:
     rc, out, err = audit("-f", str(path))
     assert rc == 2
     assert "audit: note: DynamoGraphDeployment default/vllm-agg: no spec.services: nothing to run" in err
+    assert "Traceback" not in out + err
+
+
+def test_services_that_are_not_a_mapping_are_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "graph.yaml"
+    path.write_text(yaml.safe_dump({**_graph(), "spec": {"services": ["Frontend", "worker"]}}))
+    rc, out, err = audit("-f", str(path))
+    assert rc == 2
+    assert "audit: note: DynamoGraphDeployment default/vllm-agg: spec.services is not a mapping: nothing read" in err
     assert "Traceback" not in out + err

@@ -122,9 +122,12 @@ def service_pod(graph: str, service: str, spec: Mapping[str, Any]) -> dict[str, 
 
 def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: Refs) -> Derived:
     namespace, name, labels, annotations = meta(obj, default_namespace)
-    services = as_dict(as_dict(obj.get("spec")).get("services"))
+    raw = as_dict(obj.get("spec")).get("services")
+    services = as_dict(raw)
     if not services:
-        return Derived(note="no spec.services: nothing to run")
+        odd = raw is not None and not isinstance(raw, dict)
+        why = "spec.services is not a mapping: nothing read" if odd else "no spec.services: nothing to run"
+        return Derived(note=why)
     notes: list[str] = []
     kinds = {str(as_dict(s).get("componentType") or "") for s in services.values()}
     if "planner" in kinds:
