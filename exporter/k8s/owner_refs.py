@@ -1,5 +1,6 @@
 """The controller ownerReference of an object, and whether it names a serving operator's resource (pure):
-`OPERATORS`, read by `exporter.k8s.owners` (a pod's chain) and `exporter.k8s.workloads` (a workload's owner).
+`OPERATORS` and `THROUGH_LABELS`, read by `exporter.k8s.owners` (a pod's chain) and `exporter.k8s.workloads` (a
+workload's owner).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from exporter.k8s.fields import as_dict, as_list
 # (API group, kind) -> where the operator makes itself the controller owner of the workload it generates
 OPERATORS: dict[tuple[str, str], str] = {
     ("serving.kserve.io", "InferenceService"): "kserve/kserve, the predictor's raw-deployment reconciler: "
-        "controllerutil.SetControllerReference(isvc, deployment, ...) (serverless mode: a Knative Revision "
-        "owns the Deployment, and the chain ends there)",
+        "controllerutil.SetControllerReference(isvc, deployment, ...) (Knative mode: `THROUGH_LABELS`)",
     ("kaito.sh", "Workspace"): "kaito-project/kaito pkg/workspace/manifests: the StatefulSet's OwnerReferences "
         "are metav1.NewControllerRef(workspace, kaitov1beta1.GroupVersion.WithKind(\"Workspace\"))",
     ("apps.nvidia.com", "NIMService"): "NVIDIA/k8s-nim-operator, the platform reconcilers: "
@@ -26,6 +26,24 @@ OPERATORS: dict[tuple[str, str], str] = {
         "LeaderWorkerSet WithOwnerReferences(... WithController(true)) to the RoleBasedGroup (its default "
         "RoleInstanceSet, roleinstanceset_reconciler.go:196-203, is no workload this reads: the chain ends there)",
 }  # fmt: skip
+
+
+# (API group, kind) of a controller that is itself generated -> (the label its workload carries naming the
+# operator resource, that resource's kind). KServe v0.20.0 in Knative mode: the InferenceService controls the
+# Knative Service `<name>-predictor` (components/predictor.go:873) and labels its Revision template
+# `serving.kserve.io/inferenceservice: <name>` (predictor.go:504-511); Knative Serving v0.48.1 makes the
+# Configuration, then each Revision from that template (configuration/resources/revision.go:32-54, each
+# controlled by the one before), and the Revision's Deployment, controlled by the Revision, with the
+# Revision's labels (revision/resources/deploy.go:352-380, meta.go:49-63). The label names the end of the
+# chain the ownerReferences of the Revision, Configuration and Service lead to, which the role does not read.
+# KAITO v0.12.0: an InferenceSet controls the Workspaces it creates and labels each
+# `inferenceset.kaito.sh/created-by: <name>` (pkg/utils/inferenceset/inferenceset.go:133-179); the Workspace's
+# StatefulSet, controlled by the Workspace, carries that label on its pod template (its selector), not on
+# itself (pkg/workspace/manifests/manifests.go:135-180). A Workspace without it is the resource the user edits.
+THROUGH_LABELS: dict[tuple[str, str], tuple[str, str]] = {
+    ("serving.knative.dev", "Revision"): ("serving.kserve.io/inferenceservice", "InferenceService"),
+    ("kaito.sh", "Workspace"): ("inferenceset.kaito.sh/created-by", "InferenceSet"),
+}
 
 
 def _group(api_version: str) -> str:
@@ -41,8 +59,17 @@ def controller(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def operator_owner(metadata: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(kind, name) of the controller owner when it is an operator resource of `OPERATORS`, else None."""
+def operator_owner(
+    metadata: Mapping[str, Any], template_labels: Mapping[str, Any] | None = None
+) -> tuple[str, str] | None:
+    """(kind, name) of the operator resource a generated controller's label names (`THROUGH_LABELS`, on the
+    workload or its pod template), else of the controller owner when it is an operator resource of
+    `OPERATORS`, else None."""
     ref = controller(metadata)
     key = (_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""))
+    if key in THROUGH_LABELS:
+        label, kind = THROUGH_LABELS[key]
+        name = str(as_dict(metadata.get("labels")).get(label) or (template_labels or {}).get(label) or "")
+        if name:
+            return kind, name
     return (key[1], str(ref.get("name") or "")) if key in OPERATORS and ref.get("name") else None

@@ -9,11 +9,14 @@ the ownerReferences of objects already read, never from the operator's own resou
     Pod -> StatefulSet -> owner;   Pod of a LeaderWorkerSet (its label) -> LeaderWorkerSet -> owner
 
 `OPERATORS` (`owner_refs.py`) lists the owners followed (API group, kind); an owner of any other kind ends
-the chain, and the generated workload stands. Not followed, for their chain passes an object the cluster role
-does not read: KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's DynamoGraphDeployment (its
-Deployments' controller is a DynamoComponentDeployment), nor KServe's serverless mode (a Knative Revision), nor
-RBG's default RoleInstanceSet (its pods' controller is a RoleInstance); RBG roles of a Deployment, StatefulSet
-or LeaderWorkerSet are.
+the chain, and the generated workload stands. KServe's Knative mode (a Knative Revision controls the
+Deployment) is followed by the label Knative copies onto it from the Revision, which KServe set on the Revision
+template, and KAITO's InferenceSet (a Workspace controls the StatefulSet) by the label the StatefulSet's pod
+template carries from the Workspace (`THROUGH_LABELS`). Not followed, for their chain passes an object the
+cluster role does not read: KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's
+DynamoGraphDeployment (its Deployments' controller is a DynamoComponentDeployment), nor RBG's default
+RoleInstanceSet (its pods' controller is a RoleInstance); RBG roles of a Deployment, StatefulSet or
+LeaderWorkerSet are.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def owned_record(kind: str) -> Callable[[Mapping[str, Any]], tuple[Key, tuple[st
 
     def transform(obj: Mapping[str, Any]) -> tuple[Key, tuple[str, str]] | None:
         metadata = as_dict(obj.get("metadata"))
-        owner = operator_owner(metadata)
+        template = as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("metadata"))
+        owner = operator_owner(metadata, as_dict(template.get("labels")))
         if owner is None:
             return None
         return (str(metadata.get("namespace") or ""), kind, str(metadata.get("name") or "")), owner

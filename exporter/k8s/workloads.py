@@ -203,7 +203,7 @@ def workload(obj: Mapping[str, Any], default_namespace: str = "default", source:
         pods = (pod_template(spec.get("template")),)
     if not pods:
         pods = (pod_template({}),)
-    owner = operator_owner(as_dict(obj.get("metadata")))
+    owner = operator_owner(as_dict(obj.get("metadata")), pods[0].labels)
     return Workload(
         kind, namespace, name, labels, annotations, as_int(spec.get("replicas")), pods, source,
         owner=owner[1] if owner else "",

@@ -94,14 +94,17 @@ def test_kserve_raw_isvc_with_its_cluster_serving_runtime(tmp_path: Path) -> Non
     assert found["round-robin-routing"][1] == "spec.predictor.minReplicas"
 
 
-def test_kserve_without_its_runtime_or_in_knative_mode_is_noted(tmp_path: Path) -> None:
+def test_kserve_without_its_runtime_or_in_modelmesh_mode_is_noted(tmp_path: Path) -> None:
     isvc = tmp_path / "isvc.yaml"
     isvc.write_text(yaml.safe_dump(ISVC))
     rc, _, err = audit("-f", str(isvc))
     assert rc == 2
     assert "InferenceService default/llama: a runtime for model format vLLM is not in the input" in err
-    knative = {**ISVC, "metadata": {"name": "llama"}}
-    isvc.write_text(yaml.safe_dump(knative))
+    modelmesh = {
+        **ISVC,
+        "metadata": {"name": "llama", "annotations": {"serving.kserve.io/deploymentMode": "ModelMesh"}},
+    }
+    isvc.write_text(yaml.safe_dump(modelmesh))
     rc, _, err = audit("-f", str(isvc), "-f", str(CORPUS / "kserve-vllm-runtime"))
     assert rc == 2
-    assert "deploymentMode Knative (the default): only Standard (RawDeployment) mode is read" in err
+    assert "deploymentMode ModelMesh: only Standard and Knative (Serverless) modes are read" in err

@@ -50,6 +50,7 @@ def test_an_owner_that_is_not_an_operator_resource_or_not_the_controller_ends_th
     revision = ref(
         "serving.knative.dev/v1", "Revision", "llama-predictor-00001", "1b2c3d4e-0000-4000-8000-000000000001"
     )
+    # a Knative Service of no InferenceService: Knative's own Deployment stands
     assert owners.operator_owner(obj("Deployment", "llama-predictor-00001-deployment", revision)["metadata"]) is None
     # an ownerReference without controller: true (a user's or a GC-only owner) is not who reverts the edits
     assert owners.operator_owner(obj("Deployment", "vllm", ref(*_isvc_args(), controller=False))["metadata"]) is None
@@ -60,6 +61,44 @@ def test_an_owner_that_is_not_an_operator_resource_or_not_the_controller_ends_th
     instances = ref("workloads.x-k8s.io/v1alpha2", "RoleInstanceSet", "sglang-pd-decode", "7a8b9c0d-0000-4000-8000-3")
     assert owners.operator_owner(obj("RoleInstance", "sglang-pd-decode-0", instances)["metadata"]) is None
     assert owners.operator_owner(obj("Deployment", "vllm")["metadata"]) is None
+
+
+def test_a_knative_revisions_deployment_names_the_inference_service_of_its_labels() -> None:
+    """KServe's Knative mode: InferenceService -> Knative Service -> Configuration -> Revision -> Deployment,
+    the Revision's labels (KServe's among them) copied onto the Deployment by Knative."""
+    revision = ref(
+        "serving.knative.dev/v1", "Revision", "llama-predictor-00001", "1b2c3d4e-0000-4000-8000-000000000001"
+    )
+    labels = {
+        "serving.kserve.io/inferenceservice": "llama",
+        "component": "predictor",
+        "serving.knative.dev/service": "llama-predictor",
+        "serving.knative.dev/configuration": "llama-predictor",
+        "serving.knative.dev/revision": "llama-predictor-00001",
+    }
+    deployment = obj("Deployment", "llama-predictor-00001-deployment", revision, labels=labels)
+    assert owners.operator_owner(deployment["metadata"]) == ("InferenceService", "llama")
+    assert owners.owned_record("Deployment")(deployment) == (
+        (NS, "Deployment", "llama-predictor-00001-deployment"), ("InferenceService", "llama"))  # fmt: skip
+    # the label on a Deployment another controller owns names nothing
+    plain = obj("Deployment", "vllm", labels={"serving.kserve.io/inferenceservice": "llama"})
+    assert owners.operator_owner(plain["metadata"]) is None
+
+
+def test_an_inference_sets_workspace_statefulset_names_the_inference_set() -> None:
+    """KAITO: InferenceSet -> Workspace `<set>-<random>` -> StatefulSet, whose pod template (its selector) carries
+    the Workspace's `inferenceset.kaito.sh/created-by` label."""
+    member = ref("kaito.sh/v1beta1", "Workspace", "phi-4-x7k2p", "9a8b7c6d-0000-4000-8000-000000000009")
+    sts = obj("StatefulSet", "phi-4-x7k2p", member)
+    template = {"kaito.sh/workspace": "phi-4-x7k2p", "inferenceset.kaito.sh/created-by": "phi-4"}
+    sts["spec"] = {"template": {"metadata": {"labels": template}}}
+    assert owners.operator_owner(sts["metadata"], template) == ("InferenceSet", "phi-4")
+    assert owners.owned_record("StatefulSet")(sts) == ((NS, "StatefulSet", "phi-4-x7k2p"), ("InferenceSet", "phi-4"))
+    generated = workloads.workload(sts)
+    assert generated is not None and generated.owner == "phi-4"
+    # a Workspace of its own is the resource the user edits
+    assert owners.operator_owner(sts["metadata"], {"kaito.sh/workspace": "phi-4-x7k2p"}) == (
+        "Workspace", "phi-4-x7k2p")  # fmt: skip
 
 
 def _isvc_args() -> tuple[str, str, str, str]:

@@ -29,6 +29,8 @@ def _waits(a: Autoscaler) -> list[tuple[str, float]]:
         return [(AIBRIX_DELAY, delay)] if delay is not None else []
     if a.kind == "ray-serve":  # Ray Serve's autoscaling_config.downscale_delay_s (its default where unset)
         return [("downscale_delay_s", a.scale_down_seconds)]
+    if a.kind == "knative":  # the KPA's stable window plus its scale-down delay (Knative's defaults where unset)
+        return [("autoscaling.knative.dev/window + scale-down-delay", a.scale_down_seconds)]
     waits: list[tuple[str, float]] = []
     if not a.scale_down_disabled:
         unset = " (default)" if a.scale_down_window is None else ""

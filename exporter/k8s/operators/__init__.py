@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from exporter.k8s.fields import Source
-from exporter.k8s.operators import kaito, kserve, kuberay, nim, ome, rbg
+from exporter.k8s.operators import dynamo, kaito, kaito_set, kserve, kuberay, nim, ome, rbg
 from exporter.k8s.operators.base import Derived, Refs
 
 # (obj, default namespace, where it came from, the referable objects of the input by kind) -> what it derives
@@ -30,6 +30,8 @@ READERS: dict[tuple[str, str], Reader] = {
     ("NIMService", "apps.nvidia.com/"): nim.read,
     ("InferenceService", "ome.io/"): ome.read,
     ("RoleBasedGroup", "workloads.x-k8s.io/"): rbg.read,
+    ("InferenceSet", "kaito.sh/"): kaito_set.read,
+    ("DynamoGraphDeployment", "nvidia.com/"): dynamo.read,
 }
 # (kind, apiVersion group) of what a reader refers to, kept from the input (not audited themselves)
 REFERRED: frozenset[tuple[str, str]] = frozenset({

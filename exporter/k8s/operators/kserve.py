@@ -1,12 +1,14 @@
 """KServe `InferenceService` (serving.kserve.io/v1beta1) as the predictor KServe v0.20.0 generates in
-Standard (raw Deployment) mode, with its ServingRuntime or ClusterServingRuntime from the same input.
+Standard (raw Deployment) mode, or in Knative mode as the Revision Knative runs (`kserve_knative`), with its
+ServingRuntime or ClusterServingRuntime from the same input.
 
 Cited from github.com/kserve/kserve at tag v0.20.0 (1fb781055dd1567164358233e1125142ca6ef1fe):
 
 - the mode is the `serving.kserve.io/deploymentMode` annotation (`RawDeployment` is read as `Standard`,
   pkg/constants/constants.go:559-585); without it the controller's configured default applies, `Serverless`
-  in the shipped config/configmap/inferenceservice.yaml:743-746 and `Knative` in the chart's values.yaml:109.
-  Knative mode generates a Knative Service scaled by Knative's autoscaler, which is not read here;
+  in the shipped config/configmap/inferenceservice.yaml:743-746 and `Knative` in the chart's values.yaml:109,
+  so an InferenceService without it is read in Knative mode, with a note. Knative mode generates a Knative
+  Service scaled by Knative's autoscaler: `exporter.k8s.operators.kserve_knative`;
 - the runtime is `spec.predictor.model.runtime`, else the ServingRuntime (namespace first) or
   ClusterServingRuntime whose `supportedModelFormats` has the model's format with `autoSelect`, highest
   `priority` first (`GetSupportingRuntimes`); its container `kserve-container` is merged with the
@@ -30,11 +32,13 @@ from typing import Any
 
 from exporter.k8s.autoscalers import Autoscaler
 from exporter.k8s.fields import Source, as_dict, as_int, as_list, meta, strs
+from exporter.k8s.operators import kserve_knative
 from exporter.k8s.operators.base import Derived, Refs, listed, named
 from exporter.k8s.workloads import Workload, pod_template
 
 RELEASE = "KServe v0.20.0"
 MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
+KNATIVE_DEFAULT = "Knative (the default)"
 CLASS_ANNOTATION = "serving.kserve.io/autoscalerClass"
 CONTAINER = "kserve-container"
 RUNTIME_KINDS = ("ServingRuntime", "ClusterServingRuntime")
@@ -66,7 +70,7 @@ def _fields(model: bool) -> dict[str, str]:
 
 def mode(annotations: Mapping[str, str]) -> str:
     value = annotations.get(MODE_ANNOTATION, "")
-    return "Standard" if value in ("Standard", "RawDeployment") else value or "Knative (the default)"
+    return "Standard" if value in ("Standard", "RawDeployment") else value or KNATIVE_DEFAULT
 
 
 def runtime_of(model: Mapping[str, Any], namespace: str, refs: Refs) -> tuple[Mapping[str, Any] | None, str]:
@@ -107,8 +111,9 @@ def merge_container(runtime: Mapping[str, Any], isvc: Mapping[str, Any]) -> dict
 def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: Refs) -> Derived:
     namespace, name, labels, annotations = meta(obj, default_namespace)
     how = mode(annotations)
-    if how != "Standard":
-        return Derived(note=f"deploymentMode {how}: only Standard (RawDeployment) mode is read")
+    if how not in ("Standard", "Knative", "Serverless", KNATIVE_DEFAULT):
+        return Derived(note=f"deploymentMode {how}: only Standard and Knative (Serverless) modes are read")
+    serverless = how != "Standard"
     predictor = as_dict(as_dict(obj.get("spec")).get("predictor"))
     model = as_dict(predictor.get("model"))
     pod_spec = {k: v for k, v in predictor.items() if k not in _COMPONENT_FIELDS}
@@ -128,12 +133,19 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
         "serving.kserve.io/inferenceservice": name,
         "component": "predictor",
     }
-    pod = pod_template({"metadata": {"labels": pod_labels}, "spec": {**pod_spec, "containers": containers}})
+    raw_pod = {"metadata": {"labels": pod_labels}, "spec": {**pod_spec, "containers": containers}}
+    if serverless:
+        raw_pod = kserve_knative.revision_pod(raw_pod, predictor)
     minimum = as_int(predictor.get("minReplicas"))
+    fields = kserve_knative.fields(_fields(bool(model))) if serverless else _fields(bool(model))
     workload = Workload(
         "InferenceService", namespace, name, labels, annotations,
-        DEFAULT_MIN_REPLICAS if minimum is None else minimum, (pod,), source, fields=_fields(bool(model)),
+        DEFAULT_MIN_REPLICAS if minimum is None else minimum, (pod_template(raw_pod),), source, fields=fields,
     )  # fmt: skip
+    if serverless:
+        kpa = kserve_knative.kpa(name, namespace, predictor, annotations, source)
+        note = "" if how != KNATIVE_DEFAULT else "no serving.kserve.io/deploymentMode: read as Knative, the default"
+        return Derived((workload,), (kpa,) if kpa else (), note=note)
     scalers: tuple[Autoscaler, ...] = ()
     if annotations.get(CLASS_ANNOTATION, "hpa") == "hpa":
         scalers = (hpa(name, namespace, predictor, source),)
