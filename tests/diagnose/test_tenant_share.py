@@ -21,21 +21,24 @@ from tests.bundle.servers import PROMTOOL
 QUERY = render(tenant_share.queries(DEFAULT)["share"], Scope(window="15m"))
 
 
-def tokens(pod: str, tenant: str, model: str, direction: str) -> str:
-    """A series as Prometheus stores it from an exporter pod (the pod's target labels beside the family's)."""
+def tokens(pod: str, tenant: str, model: str, direction: str, kind: str = "interactive") -> str:
+    """A series as Prometheus stores it from an exporter pod (the pod's target labels beside the family's), of
+    an exporter that splits tokens by request kind."""
     return (
         f'llm_gateway_tokens_total{{namespace="monitoring", pod="{pod}", job="llm-exporter", gateway="litellm", '
-        f'tenant="{tenant}", model="{model}", direction="{direction}"}}'
+        f'tenant="{tenant}", model="{model}", direction="{direction}", request_kind="{kind}"}}'
     )
 
 
-# per minute: chat gets 1000 tokens a second through the gateway, 600 of team-a (500 prompt, 100 generated),
-# 300 of team-b, 100 of the tenants past the bound; pod exp-b reads the same gateway a little later (lower
-# counts: max keeps exp-a's)
+# per minute: chat gets 1000 tokens a second through the gateway, 600 of team-a (500 prompt of two kinds, 100
+# generated), 300 of team-b, 100 of the tenants past the bound; pod exp-b reads the same gateway a little later
+# (lower counts: max keeps exp-a's)
 SERIES = [
-    {"series": tokens("exp-a", "team-a", "chat", "prompt"), "values": "0+30000x30"},
+    {"series": tokens("exp-a", "team-a", "chat", "prompt"), "values": "0+18000x30"},
+    {"series": tokens("exp-a", "team-a", "chat", "prompt", "batch"), "values": "0+12000x30"},
     {"series": tokens("exp-a", "team-a", "chat", "generation"), "values": "0+6000x30"},
-    {"series": tokens("exp-b", "team-a", "chat", "prompt"), "values": "0+25000x30"},
+    {"series": tokens("exp-b", "team-a", "chat", "prompt"), "values": "0+15000x30"},
+    {"series": tokens("exp-b", "team-a", "chat", "prompt", "batch"), "values": "0+10000x30"},
     {"series": tokens("exp-a", "team-b", "chat", "prompt"), "values": "0+12000x30"},
     {"series": tokens("exp-a", "team-b", "chat", "generation"), "values": "0+6000x30"},
     {"series": tokens("exp-a", "other", "chat", "prompt"), "values": "0+6000x30"},
@@ -55,13 +58,13 @@ def test_the_share_query_in_prometheus(tmp_path: Path) -> None:
                 "input_series": SERIES,
                 "promql_expr_test": [
                     {
-                        "expr": QUERY,
+                        "expr": f"round(1e6 * ({QUERY}))",  # to the millionth: a sum of rates is not exact
                         "eval_time": "30m",
                         # "other" is in the whole, never named; a model nobody sent to in the window has no share
                         "exp_samples": [
-                            {"labels": '{model="chat", tenant="team-a"}', "value": 0.6},
-                            {"labels": '{model="chat", tenant="team-b"}', "value": 0.3},
-                            {"labels": '{model="code", tenant="team-b"}', "value": 1},
+                            {"labels": '{model="chat", tenant="team-a"}', "value": 600000},
+                            {"labels": '{model="chat", tenant="team-b"}', "value": 300000},
+                            {"labels": '{model="code", tenant="team-b"}', "value": 1000000},
                         ],
                     }
                 ],
@@ -106,9 +109,10 @@ def test_a_queue_names_the_tenant_with_most_of_its_requests() -> None:
     )
     assert (finding.stage, finding.owner, finding.namespace, finding.model) == ("waiting", "platform", "demo", "chat")
     assert (finding.evidence[0].query, finding.evidence[0].value) == (
-        'sum by (model, tenant) (max by (gateway, tenant, model, direction) (rate(llm_gateway_tokens_total{job="llm-'
-        'exporter", tenant!="other"}[15m]))) / on (model) group_left () (sum by (model) (max by (gateway, tenant, '
-        'model, direction) (rate(llm_gateway_tokens_total{job="llm-exporter"}[15m]))) > 0)',
+        "sum by (model, tenant) (max by (gateway, tenant, model, direction) (sum without (request_kind) "
+        '(rate(llm_gateway_tokens_total{job="llm-exporter", tenant!="other"}[15m])))) / on (model) group_left () '
+        "(sum by (model) (max by (gateway, tenant, model, direction) (sum without (request_kind) "
+        '(rate(llm_gateway_tokens_total{job="llm-exporter"}[15m])))) > 0)',
         0.6,
     )
 

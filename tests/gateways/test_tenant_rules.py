@@ -107,3 +107,92 @@ def test_each_tenant_of_the_real_body_gets_its_share_of_the_gpu_and_its_cost(tmp
     assert done.returncode == 0, done.stdout + done.stderr
     # a sanity check of the expectation itself: the tenants' costs add up to the GPU's price
     assert abs(sum(cost.values()) - PRICE) < 1e-12
+
+
+def test_a_tenants_cost_splits_by_its_request_kinds_where_the_tokens_carry_one(tmp_path: Path) -> None:
+    """Two exporters read one gateway whose tokens are split by request kind (the route, say): alice's cost of
+    each direction splits by her tokens of each kind, and the tenant's own rules still count her once."""
+    price = 0.002  # a second of the GPU
+    # per minute: alice 600 prompt tokens (480 chat, 120 batch) and 120 generated (all chat); bob 120 prompt (chat)
+    per_minute = {("alice", "prompt", "chat"): 480, ("alice", "prompt", "batch"): 120,
+                  ("alice", "generation", "chat"): 120, ("bob", "prompt", "chat"): 120}  # fmt: skip
+    series = [
+        {
+            "series": f'llm_gateway_tokens_total{{gateway="litellm",tenant="{t}",model="tiny",direction="{d}",'
+            f'request_kind="{k}",instance="{node}:8490",job="llm-exporter"}}',
+            "values": f"0+{v}x70",
+        }
+        for node in ("node-1", "node-2")
+        for (t, d, k), v in per_minute.items()
+    ]
+    series += [
+        {"series": f"llm_prompt_tokens_total{{{POD}}}", "values": "0+720x70"},
+        {"series": f"llm_generation_tokens_total{{{POD}}}", "values": "0+120x70"},
+        {"series": f"llm_requests_running{{{POD}}}", "values": "1x70"},
+        {
+            "series": 'llm_gpu_pod_info{gpu="0",uuid="GPU-t",node="gpu-1",namespace="demo",pod="tiny-0",'
+            'container="vllm",instance="gpu-1:8490",job="llm-exporter"}',
+            "values": "1x70",
+        },
+        {
+            "series": 'llm_gpu_info{node="gpu-1",gpu="0",uuid="GPU-t",name="NVIDIA L4",driver_version="550.54.15",'
+            'mig_mode="disabled",instance="gpu-1:8490",job="llm-exporter"}',
+            "values": "1x70",
+        },
+        {
+            "series": 'llm_gpu_price_per_second{name="NVIDIA L4",currency="USD",instance="cluster:8490",'
+            'job="llm-exporter"}',
+            "values": f"{price}x70",
+        },
+    ]
+    # the model's tokens split the GPU (no phase times): 840 a minute; alice's chat prompts are 480 of them
+    cost = {k: v / 840 * price for k, v in per_minute.items()}
+    labels = '{{gateway="litellm",tenant="{}",model="tiny",direction="{}",request_kind="{}",currency="USD"}}'
+    per_million = '{{gateway="litellm",tenant="{}",model="tiny",request_kind="{}",currency="USD"}}'
+    test = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "30s",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": "round(1e9 * llm:tenant_request_kind_cost_per_second)",
+                        "eval_time": "65m",
+                        "exp_samples": [
+                            {"labels": labels.format(*key), "value": round(1e9 * c)} for key, c in sorted(cost.items())
+                        ],
+                    },
+                    {
+                        # every token of the model costs the same here: a million of any kind is 1e6 / 14 s of GPU
+                        "expr": "round(1e6 * llm:tenant_request_kind_cost_per_million_tokens:rate1h)",
+                        "eval_time": "65m",
+                        "exp_samples": [
+                            {"labels": per_million.format(t, k), "value": round(1e6 * price * 1e6 / 14)}
+                            for t, k in (("alice", "batch"), ("alice", "chat"), ("bob", "chat"))
+                        ],
+                    },
+                    {
+                        # two exporters, two kinds: one count of alice's prompts
+                        "expr": 'llm:gateway_tokens:rate1h{tenant="alice",direction="prompt"}',
+                        "eval_time": "65m",
+                        "exp_samples": [
+                            {
+                                "labels": 'llm:gateway_tokens:rate1h{gateway="litellm",tenant="alice",model="tiny",'
+                                'direction="prompt"}',
+                                "value": 10,
+                            }
+                        ],
+                    },
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "kinds.test.yaml"
+    path.write_text(yaml.safe_dump(test, sort_keys=False))
+    done = subprocess.run(
+        [PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert abs(sum(cost.values()) - price) < 1e-12

@@ -27,8 +27,10 @@ MOST = 0.5  # a share above this is "most" of the model's tokens
 
 
 def _once(matcher: str = "") -> str:
-    """The tokens per second of each (tenant, model, direction), once per gateway."""
-    return f"max by (gateway, tenant, model, direction) (rate(llm_gateway_tokens_total{{{matcher}}}[$W]))"
+    """The tokens per second of each (tenant, model, direction), once per gateway (the request kinds of one
+    exporter summed first, where its tokens carry them)."""
+    rate = f"rate(llm_gateway_tokens_total{{{matcher}}}[$W])"
+    return f"max by (gateway, tenant, model, direction) (sum without (request_kind) ({rate}))"
 
 
 def queries(limits: Limits) -> dict[str, str]:
