@@ -39,7 +39,7 @@ def queries() -> list[dict[str, Any]]:
             "iconColor": "orange",
             "name": "Model changed",
             "step": "1m",
-            "titleFormat": "{{namespace}}/{{served_model_name}}: what serves it changed",
+            "titleFormat": "{{namespace}}/{{served_model_name}}: the model changed",
             "textFormat": "now {{model}} revision {{revision}}, image {{image}} {{image_digest}}",
             "tagKeys": "namespace,served_model_name",
             "useValueForTime": False,
