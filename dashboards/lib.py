@@ -219,8 +219,17 @@ def variables() -> list[g.Template]:
     ]
 
 
-def dashboard(*, title: str, uid: str, description: str, rows: Sequence[Row], tags: Sequence[str]) -> g.Dashboard:
-    """A dashboard in house style; `uid` is fixed so links and provisioning survive regeneration."""
+def dashboard(
+    *,
+    title: str,
+    uid: str,
+    description: str,
+    rows: Sequence[Row],
+    tags: Sequence[str],
+    annotations: Sequence[dict[str, Any]] = (),
+) -> g.Dashboard:
+    """A dashboard in house style; `uid` is fixed so links and provisioning survive regeneration. `annotations`:
+    Grafana annotation queries, marks on every time series panel."""
     if not uid:
         raise ValueError("a dashboard needs a fixed uid")
     return g.Dashboard(
@@ -231,6 +240,7 @@ def dashboard(*, title: str, uid: str, description: str, rows: Sequence[Row], ta
         editable=False,  # generated: edit the .dashboard.py source instead
         panels=layout(rows),
         templating=g.Templating(list=variables()),
+        annotations=g.Annotations(list=list(annotations)),
         graphTooltip=g.GRAPH_TOOLTIP_MODE_SHARED_CROSSHAIR,
         refresh="30s",
         schemaVersion=SCHEMA_VERSION,

@@ -5,12 +5,13 @@ Read top to bottom: the diagnosis (the verdicts of `llm-exporter diagnose`), use
 (why?), engine (prefill or decode bound, cache pressure), GPU (memory, bandwidth), placement (can another
 replica be scheduled?), telemetry health (can these panels be trusted?), then capacity and cost, and the
 tenants behind the gateway. The rows are built in `overview_requests.py`, `overview_gpus.py`,
-`overview_operations.py` and `overview_tenants.py`; this file orders them. Regenerate with
-`python -m exporter.bundle`.
+`overview_operations.py` and `overview_tenants.py`, its annotations in `overview_annotations.py`; this file
+orders them. Regenerate with `python -m exporter.bundle`.
 """
 
 from __future__ import annotations
 
+from dashboards import overview_annotations
 from dashboards.lib import dashboard as build_dashboard
 from dashboards.overview_gpus import gpu, placement
 from dashboards.overview_operations import capacity, deployment_checks, health
@@ -25,4 +26,5 @@ dashboard = build_dashboard(
     description="Is anyone waiting on LLM inference, and why: users, queue, engine, GPU, placement, telemetry.",
     rows=[diagnosis, users, queue, routing, engine, gpu, placement, health, deployment_checks, capacity, tenants],
     tags=["llm-inference-exporter", "llm", "vllm", "gpu"],
+    annotations=overview_annotations.queries(),
 )

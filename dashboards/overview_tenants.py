@@ -14,8 +14,9 @@ _TOP = 10
 
 
 def _once(metric: str, labels: str) -> str:
-    """The rate of a gateway counter, once per gateway whatever the number of exporters that read it."""
-    return f"max by ({labels}) (rate({metric}{{{_MODEL}}}[$__rate_interval]))"
+    """The rate of a gateway counter, once per gateway whatever the number of exporters that read it (the
+    request kinds of one exporter summed first, where its tokens carry them)."""
+    return f"max by ({labels}) (sum without (request_kind) (rate({metric}{{{_MODEL}}}[$__rate_interval])))"
 
 
 tenants = Row(

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from exporter import typed_loader, userinfo
 from exporter.engines.registry import EngineName
 from exporter.gateways import registry as gateway_registry
+from exporter.gateways.reading import MAX_TENANT_LENGTH, NONE, OTHER
 from exporter.typed_loader import Loader
 
 # the loader's names that were defined here, for every importer of exporter.config
@@ -118,6 +119,8 @@ GATEWAY_KINDS = (gateway_registry.AUTO, *gateway_registry.NAMES)
 DEFAULT_TENANT_LABELS = ("team_alias", "team", "api_key_alias", "user", "end_user")
 # labels that carry a key, a key's hash or a token: never a tenant name (a credential must not become a label)
 SECRET_LABELS = frozenset({"hashed_api_key", "api_key", "api_key_hash", "token", "authorization"})
+MAX_REQUEST_KINDS = 20
+RESERVED_KINDS = frozenset({OTHER, NONE})  # the kinds of the tokens of an unlisted kind and of none
 
 
 @dataclass(frozen=True)
@@ -158,18 +161,34 @@ class Gateways:
     tenant_labels: list[str] = field(default_factory=lambda: list(DEFAULT_TENANT_LABELS))
     max_tenants_per_model: int = 50  # the top N by tokens keep their name, the rest are tenant="other"
     tenant_idle_seconds: float = 3600.0  # a tenant whose counts did not move for this long loses its name
+    # the request kind of the tokens (a route, a tag, a mapped header): the first of these labels that is set;
+    # empty: tokens carry no request_kind. Only the values in request_kinds keep their name, the rest are "other"
+    request_kind_labels: list[str] = field(default_factory=list)
+    request_kinds: list[str] = field(default_factory=list)
 
     def validate(self) -> list[str]:
         errors = _fetch_limit_errors(self.timeout_seconds, self.max_response_bytes)
         if not self.tenant_labels:
             errors.append("tenant_labels: must name at least one label")
-        for name in self.tenant_labels:
-            if name is typed_loader.INVALID:  # an ill-typed item, already reported by the loader
-                continue
-            if not _label(name):
-                errors.append(f"tenant_labels: {_quote(name)} is not a label name")
-            elif name in SECRET_LABELS:
-                errors.append(f"tenant_labels: {_quote(name)} carries a key or token, never a tenant name")
+        for key, names in (("tenant_labels", self.tenant_labels), ("request_kind_labels", self.request_kind_labels)):
+            for name in names:
+                if name is typed_loader.INVALID:  # an ill-typed item, already reported by the loader
+                    continue
+                if not _label(name):
+                    errors.append(f"{key}: {_quote(name)} is not a label name")
+                elif name in SECRET_LABELS:
+                    errors.append(f"{key}: {_quote(name)} carries a key or token, never a name to export")
+        if self.request_kind_labels and not self.request_kinds:
+            errors.append("request_kinds: list the request kinds to keep by name (the others are counted as other)")
+        if len(self.request_kinds) > MAX_REQUEST_KINDS:
+            errors.append(f"request_kinds: at most {MAX_REQUEST_KINDS} (each is a series per tenant and model)")
+        for kind in self.request_kinds:
+            if kind is not typed_loader.INVALID and (
+                not kind or len(kind) > MAX_TENANT_LENGTH or kind in RESERVED_KINDS
+            ):
+                errors.append(
+                    f"request_kinds: {_quote(kind)} must be 1 to {MAX_TENANT_LENGTH} characters, not other or none"
+                )
         if not 1 <= self.max_tenants_per_model <= 10000:
             errors.append("max_tenants_per_model: must be in [1, 10000]")
         if not 60 <= self.tenant_idle_seconds <= 30 * 86400:  # also false for NaN

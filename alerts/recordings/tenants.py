@@ -24,6 +24,14 @@ Engines know no tenant and the gateway knows no GPU; the join is the model name.
   (`llm:model_cost_per_second`): no price for the model's GPUs, no sample (the tokens and GPUs still are).
 - `llm:tenant_cost_per_million_tokens:rate1h{gateway, tenant, model, currency}`: the tenant's cost over its
   tokens of both directions: a tenant that sends long prompts and asks for short answers pays less a token.
+- `llm:gateway_request_kind_tokens:rate1h{gateway, tenant, model, direction, request_kind}`: the tenant's
+  tokens per second of one request kind, where the exporters split tokens by kind (`gateways.request_kind_labels`:
+  a route, a tag, a header the gateway maps to a label); no sample where they do not.
+- `llm:tenant_request_kind_cost_per_second{gateway, tenant, model, direction, request_kind, currency}`: the
+  tenant's cost of a direction split by its tokens of each kind (a prompt token of one kind costs what one of
+  another does: the engine's time is not timed per kind).
+- `llm:tenant_request_kind_cost_per_million_tokens:rate1h{gateway, tenant, model, request_kind, currency}`:
+  that cost over the kind's tokens of both directions.
 - `llm:model_gateway_token_coverage:ratio_rate1h{model}`: the gateway's tokens of an engine model over the
   engine's own: about 1 when every request goes through the gateway under that name, 0 when the gateway
   counts none under the engine's name (a name that does not match); none for an engine that labels no model.
@@ -50,6 +58,9 @@ MODEL_TOKENS = "llm:model_gateway_tokens:rate1h"
 SHARE = "llm:tenant_token_share:ratio_rate1h"
 PHASE = "llm:model_phase_share:ratio_rate1h"
 TENANT_COST = "llm:tenant_cost_per_second"
+KIND = "request_kind"
+KIND_TOKENS = "llm:gateway_request_kind_tokens:rate1h"
+KIND_COST = "llm:tenant_request_kind_cost_per_second"
 # direction -> (the engine's histogram of that phase's time per request, its token counter)
 PHASES = {
     "prompt": ("llm_request_prefill_time_seconds", "llm_prompt_tokens_total"),
@@ -83,10 +94,11 @@ def recordings(t: Thresholds) -> list[Recording]:
     # an engine that labels no model (TGI, llama.cpp) has no name to match: no coverage either
     engine_tokens = " + on (model) ".join(_per_model(c + '{model!=""}') for _, c in PHASES.values())
     return [
+        # the kinds of one exporter summed before the highest exporter is kept: a count of each tenant, once
         Recording(
             TOKENS,
             TENANT_GROUP,
-            f"max by ({TENANT}, direction) (rate(llm_gateway_tokens_total[{WINDOW}]))",
+            f"max by ({TENANT}, direction) (sum without ({KIND}) (rate(llm_gateway_tokens_total[{WINDOW}])))",
         ),
         Recording(MODEL_TOKENS, TENANT_GROUP, f"sum by (model, direction) ({TOKENS})"),
         Recording(
@@ -102,6 +114,23 @@ def recordings(t: Thresholds) -> list[Recording]:
             TENANT_GROUP,
             f"sum by ({TENANT}, currency) ({TENANT_COST}) / on ({TENANT}) group_left ()"
             f" (sum by ({TENANT}) ({TOKENS}) > 0) * 1e6",
+        ),
+        Recording(
+            KIND_TOKENS,
+            TENANT_GROUP,
+            f'max by ({TENANT}, direction, {KIND}) (rate(llm_gateway_tokens_total{{{KIND}!=""}}[{WINDOW}]))',
+        ),
+        Recording(
+            KIND_COST,
+            TENANT_GROUP,
+            f"{KIND_TOKENS} / on ({TENANT}, direction) group_left () ({TOKENS} > 0)"
+            f" * on ({TENANT}, direction) group_left (currency) {TENANT_COST}",
+        ),
+        Recording(
+            "llm:tenant_request_kind_cost_per_million_tokens:rate1h",
+            TENANT_GROUP,
+            f"sum by ({TENANT}, {KIND}, currency) ({KIND_COST}) / on ({TENANT}, {KIND}) group_left ()"
+            f" (sum by ({TENANT}, {KIND}) ({KIND_TOKENS}) > 0) * 1e6",
         ),
         # 0, not absent, for an engine model the gateway counts nothing of: the name that did not match
         Recording(

@@ -77,6 +77,9 @@ def dashboard(text: str, label: str) -> str:
     _panels(data.get("panels", []), label)
     for row in data.get("rows", []):
         _panels(row.get("panels", []), label)
+    for annotation in (data.get("annotations") or {}).get("list", []):
+        if isinstance(annotation.get("expr"), str) and annotation["expr"]:
+            annotation["expr"] = filtered(annotation["expr"], label)
     variables = data.setdefault("templating", {}).setdefault("list", [])
     for variable in variables:
         if variable.get("type") == "query" and isinstance(variable.get("query"), str):

@@ -18,7 +18,9 @@ variables become list variables of `PrometheusLabelValuesVariable` (`label_value
 custom ones `StaticListVariable`, constants `TextVariable`. Grafana's data source variable has no twin: the queries
 name no datasource, so Perses runs them on the project's default Prometheus datasource.
 Anything without a mapping here (a panel type, a unit, a reducer, a variable query) is an error naming
-it, never a silent drop.
+it, never a silent drop. The one exception is Grafana's annotations ("Model changed"): the Perses dashboard
+spec the bundle is linted against has an annotation type but no place for one in a dashboard, and its
+Prometheus plugin (0.57.1) no annotation query, so the Perses twin has no marks; its panels are the same.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ The tenant is the first gateway label of `gateways.tenant_labels` that is set; a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from exporter.catalogue.spec import MetricSpec, Stability, counter, gauge
@@ -20,9 +21,13 @@ _g = partial(gauge, subsystem="gateway", role="node", stability=Stability.EXPERI
 TOKENS = _c(
     "llm_gateway_tokens_total",
     'Tokens the gateway counted for a tenant and model, from the usage the engine returned (direction: "prompt" '
-    'or "generation"). tenant="other": the tenants past the top N of the model, summed.',
+    'or "generation"). tenant="other": the tenants past the top N of the model, summed. With '
+    'gateways.request_kind_labels set, also by request_kind: one of gateways.request_kinds, "other" for an '
+    'unlisted one, "none" where no such label is set.',
     (*TENANT, "direction"),
 )
+# the same family when gateways.request_kind_labels is set (one name, one help text: not a family of its own)
+TOKENS_BY_KIND = replace(TOKENS, labels=(*TOKENS.labels, "request_kind"))
 REQUESTS = _c(
     "llm_gateway_requests_total",
     'Requests the gateway answered for a tenant and model, by outcome ("success", "rate_limited", '

@@ -23,6 +23,7 @@ PANEL_IDS = {
     "Engines up": 45,
     "Missing canonical series": 47,
     "Exporter collectors succeeding": 49,
+    "Top tenants by tokens": 61,
 }
 
 

@@ -1,8 +1,9 @@
 """Every verdict, in the order of the walk. A new verdict is its module in `verdicts/` plus one line here.
 
 `waiting.unexplained` is judged last although its stage is second: it reports the waits that no later stage
-explains, so it needs their findings. `model_changed` comes after it: a change of checkpoint or image is context
-for a wait, not its explanation, so the unexplained wait is still reported beside it.
+explains, so it needs their findings. `tenant_share` and `model_changed` come after it: the tenant sending most
+of a queue and a change of checkpoint or image are context for a wait, not its explanation, so the unexplained
+wait is still reported beside them.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from exporter.diagnose.verdicts import (
     route_buffering,
     route_timeout,
     series_missing,
+    tenant_share,
     waiting,
 )
 
@@ -55,6 +57,7 @@ VERDICTS: tuple[Verdict, ...] = (
     route_timeout.VERDICT,
     route_buffering.VERDICT,
     waiting.VERDICT,
+    tenant_share.VERDICT,
     model_changed.VERDICT,
 )
 

@@ -22,7 +22,7 @@ from exporter.config import Gateways, GatewayTarget
 from exporter.engines import parser
 from exporter.exposition import Family
 from exporter.gateways import registry
-from exporter.gateways.reading import OTHER, Budget, Reading
+from exporter.gateways.reading import OTHER, Budget, KindSplit, Reading
 from exporter.gateways.tenants import Folded, TenantBound
 from exporter.sources import http
 
@@ -67,13 +67,15 @@ class GatewayCollector:
     def __init__(self, config: Gateways) -> None:
         self._config = config
         self._gateways = [from_target(t) for t in config.targets]
+        self._split = KindSplit(tuple(config.request_kind_labels), frozenset(config.request_kinds))
         self._bounds = {
             g.url: TenantBound(config.max_tenants_per_model, config.tenant_idle_seconds) for g in self._gateways
         }
 
     def collect(self) -> list[Family]:
         deadline = time.monotonic() + self._config.timeout_seconds
-        return build_families([self._scrape(g, deadline) for g in self._gateways], self._config.max_tenants_per_model)
+        scraped = [self._scrape(g, deadline) for g in self._gateways]
+        return build_families(scraped, self._config.max_tenants_per_model, bool(self._split.labels))
 
     def _scrape(self, gateway: Gateway, deadline: float) -> Scraped:
         kind = registry.KINDS.get(gateway.kind)
@@ -91,7 +93,7 @@ class GatewayCollector:
             kind = kind or registry.detect(body)
             if kind is None:
                 return Scraped(gateway, "", "unknown_kind")
-            reading = kind.read(body, self._config.tenant_labels)
+            reading = kind.read(body, self._config.tenant_labels, self._split)
         except http.FetchError as exc:
             log.debug("gateway %s: %s", gateway.url, exc)
             return Scraped(gateway, kind.name if kind else "", exc.reason)
@@ -110,9 +112,10 @@ def _basic(gateway: Gateway) -> tuple[str, str] | None:
     return gateway.auth
 
 
-def build_families(scraped: list[Scraped], max_budgets_per_scope: int) -> list[Family]:
-    """The gateway families of one scrape (pure: tested with exact exposition text)."""
-    tokens, requests, spend = Family(m.TOKENS), Family(m.REQUESTS), Family(m.SPEND)
+def build_families(scraped: list[Scraped], max_budgets_per_scope: int, by_kind: bool = False) -> list[Family]:
+    """The gateway families of one scrape (pure: tested with exact exposition text); the tokens with
+    `request_kind` when `by_kind` (gateways.request_kind_labels set)."""
+    tokens, requests, spend = Family(m.TOKENS_BY_KIND if by_kind else m.TOKENS), Family(m.REQUESTS), Family(m.SPEND)
     remaining, limit = Family(m.BUDGET_REMAINING), Family(m.BUDGET_LIMIT)
     folded_f, idle_f, dropped_f = Family(m.TENANTS_FOLDED), Family(m.TENANTS_IDLE), Family(m.SERIES_DROPPED)
     up, error = Family(m.UP), Family(m.SCRAPE_ERROR)
@@ -127,7 +130,7 @@ def build_families(scraped: list[Scraped], max_budgets_per_scope: int) -> list[F
         for (model, tenant), values in sorted(rows):
             for key, value in sorted(values.items()):
                 if key[0] == "tokens":
-                    tokens.add((name, tenant, model, key[1]), value)
+                    tokens.add((name, tenant, model, *key[1:]), value)
                 elif key[0] == "requests":
                     requests.add((name, tenant, model, key[1]), value)
                 else:

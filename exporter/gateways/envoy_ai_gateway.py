@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from exporter.engines import parser
-from exporter.gateways.reading import Reading
+from exporter.gateways.reading import NO_SPLIT, KindSplit, Reading
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +66,9 @@ def detect(body: str) -> bool:
     return SCOPE in body
 
 
-def read(body: str, tenant_labels: Sequence[str]) -> Reading:
-    """The tenants' token and request counts in the body; ParseError for a body that is not the text format."""
+def read(body: str, tenant_labels: Sequence[str], split: KindSplit = NO_SPLIT) -> Reading:
+    """The tenants' token and request counts in the body, the tokens by request kind when `split` names labels;
+    ParseError for a body that is not the text format."""
     parsed = parser.parse(body, WANTED, PREFIX).samples
     reading = Reading()
     for name in (*sorted(TOKENS), REQUESTS):
@@ -77,7 +78,7 @@ def read(body: str, tenant_labels: Sequence[str]) -> Reading:
                 direction = TOKEN_TYPES.get(labels.get("gen_ai_token_type", ""))
                 if direction is None:  # a part of input or output, or their total
                     continue
-                key = ("tokens", direction)
+                key = split.tokens(direction, labels)
             elif NOT_PER_REQUEST.intersection(labels):
                 reading.dropped["not_per_request"] += 1
                 continue

@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Sequence
 
 from exporter.engines import parser
-from exporter.gateways.reading import Budget, Key, Reading
+from exporter.gateways.reading import NO_SPLIT, Budget, Key, KindSplit, Reading
 
 RELEASE = "1.110.2"  # the release the names were taken from; the proxy exposes no version on /metrics
 PREFIX = "litellm_"
@@ -63,9 +63,9 @@ def outcome(status: str) -> str:
     return "client_error" if code < 500 else "server_error"
 
 
-def read(body: str, tenant_labels: Sequence[str]) -> Reading:
-    """The tenants' counts and the budgets in a LiteLLM `/metrics` body; ParseError for a body that is not the
-    text format."""
+def read(body: str, tenant_labels: Sequence[str], split: KindSplit = NO_SPLIT) -> Reading:
+    """The tenants' counts and the budgets in a LiteLLM `/metrics` body, its tokens by request kind when `split`
+    names labels; ParseError for a body that is not the text format."""
     parsed = parser.parse(body, WANTED, PREFIX).samples
     reading = Reading(currency=CURRENCY)
 
@@ -82,7 +82,7 @@ def read(body: str, tenant_labels: Sequence[str]) -> Reading:
                 continue
             tenant = reading.tenant(tenant)
             key = (name, key_of) if key_of is not None else (name,)
-            reading.add(model, tenant, _key(key, labels), value)
+            reading.add(model, tenant, _key(key, labels, split), value)
 
     for name, direction in TOKENS.items():
         each(name, ("model", "requested_model"), direction)
@@ -93,10 +93,10 @@ def read(body: str, tenant_labels: Sequence[str]) -> Reading:
     return reading
 
 
-def _key(key: tuple[str, ...], labels: dict[str, str]) -> Key:
+def _key(key: tuple[str, ...], labels: dict[str, str], split: KindSplit) -> Key:
     name = key[0]
     if name in TOKENS:
-        return ("tokens", key[1])
+        return split.tokens(key[1], labels, UNSET)
     if name == REQUESTS:
         return ("requests", outcome(labels.get("status_code", "")))
     return ("spend",)

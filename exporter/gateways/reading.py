@@ -10,7 +10,27 @@ OTHER = "other"  # the tenant of the counts past the bound, and of a name too lo
 # counted as tenant "other", not exported
 MAX_TENANT_LENGTH = 128
 
-Key = tuple[str, ...]  # ("tokens", direction) | ("requests", outcome) | ("spend",)
+NONE = "none"  # the request kind of tokens whose series has none of `gateways.request_kind_labels` set
+
+# ("tokens", direction) | ("tokens", direction, request kind) | ("requests", outcome) | ("spend",)
+Key = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KindSplit:
+    """The request kind of a token series (`gateways.request_kind_labels`, `gateways.request_kinds`): the value of
+    the first of `labels` that is set, kept by name when it is one of `kinds`, else "other" (a kind nobody listed
+    never becomes a series of its own); "none" when no label is set. No labels: tokens are not split."""
+
+    labels: tuple[str, ...] = ()
+    kinds: frozenset[str] = frozenset()
+
+    def tokens(self, direction: str, series: dict[str, str], unset: frozenset[str] = frozenset({""})) -> Key:
+        """The counter key of a token series of `direction`."""
+        if not self.labels:
+            return ("tokens", direction)
+        kind = next((series[n] for n in self.labels if series.get(n, "") not in unset), "")
+        return ("tokens", direction, kind if kind in self.kinds else OTHER if kind else NONE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +60,6 @@ class Reading:
             self.dropped["tenant_too_long"] += 1
             return OTHER
         return name
+
+
+NO_SPLIT = KindSplit()  # tokens not split by request kind

@@ -6,14 +6,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from exporter.gateways import envoy_ai_gateway, litellm
-from exporter.gateways.reading import Reading
+from exporter.gateways.reading import KindSplit, Reading
 
 
 @dataclass(frozen=True, slots=True)
 class GatewayKind:
     name: str  # the `kind` label and a target's `kind:`
     detect: Callable[[str], bool]  # True for a body of this kind
-    read: Callable[[str, Sequence[str]], Reading]  # a body and gateways.tenant_labels -> the tenants' counts
+    # a body, gateways.tenant_labels and the request kind split -> the tenants' counts
+    read: Callable[[str, Sequence[str], KindSplit], Reading]
     metrics_path: str  # where a base URL of a target of this kind is read
 
 

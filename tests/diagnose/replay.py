@@ -136,6 +136,15 @@ class EmptyQuery:
     location: str = "spec.triggers[0].metadata.query"
 
 
+@dataclass(frozen=True)
+class GatewayTenant:
+    """A tenant's prompt tokens through the gateway the node role reads (LiteLLM), for one model."""
+
+    tenant: str
+    model: str
+    tokens_per_second: float
+
+
 @dataclass
 class World:
     engines: list[Engine] = field(default_factory=list)
@@ -145,11 +154,21 @@ class World:
     nodes: list[Node] = field(default_factory=list)
     routes: list[Route] = field(default_factory=list)
     empty_queries: list[EmptyQuery] = field(default_factory=list)
+    gateway_tenants: list[GatewayTenant] = field(default_factory=list)
     cluster_view_age: float = 3  # seconds since the cluster role's last sync
     started: float = field(default_factory=time.time)
 
     def add(self, other: World) -> World:
-        for name in ("engines", "autoscalers", "workloads", "pending", "nodes", "routes", "empty_queries"):
+        for name in (
+            "engines",
+            "autoscalers",
+            "workloads",
+            "pending",
+            "nodes",
+            "routes",
+            "empty_queries",
+            "gateway_tenants",
+        ):
             getattr(self, name).extend(getattr(other, name))
         return self
 
@@ -214,6 +233,11 @@ def node_exposition(world: World, now: float) -> str:
             histograms[name].append(f"{name}_bucket{_labels(**series, le='+Inf')} {observed}")
             histograms[name].append(f"{name}_sum{_labels(**series)} {seconds * observed}")
             histograms[name].append(f"{name}_count{_labels(**series)} {observed}")
+    for t in world.gateway_tenants:
+        labels = _labels(gateway="litellm", tenant=t.tenant, model=t.model, direction="prompt")
+        counters.setdefault("llm_gateway_tokens_total", []).append(
+            f"llm_gateway_tokens_total{labels} {t.tokens_per_second * elapsed}"
+        )
     for kind, families in (("gauge", gauges), ("counter", counters), ("histogram", histograms)):
         for name, lines in families.items():
             if lines:

@@ -9,6 +9,7 @@ from tests.diagnose.replay import (
     Autoscaler,
     EmptyQuery,
     Engine,
+    GatewayTenant,
     Node,
     Pending,
     Route,
@@ -108,6 +109,14 @@ def renamed_metric(ns: str = "renamed") -> World:
     return _service(ns, ("vllm-0",), [slow(Engine(ns, "vllm-0", missing=("llm_requests_waiting",)))])
 
 
+def tenant_load(ns: str = "tenants") -> World:
+    """A model that queues behind a gateway where one tenant sends 70 % of its tokens (no other model is named
+    chat: the gateway's series have no namespace)."""
+    world = _service(ns, ("vllm-0",), [slow(Engine(ns, "vllm-0", model="chat", waiting=12))])
+    world.gateway_tenants += [GatewayTenant("team-a", "chat", 700), GatewayTenant("team-b", "chat", 300)]
+    return world
+
+
 FAILURE_MODES = {
     "routing": (routing, "routing.queue_skew"),
     "maxed": (maxed, "scaling.autoscaler_at_max"),
@@ -123,6 +132,6 @@ INCIDENT_ORDER = ["scaling.autoscaler_query_empty", "placement.fragmented", "ing
 def everything() -> World:
     """Every namespace above in one cluster (the nodes are the cluster's)."""
     world = World(nodes=list(NODES))
-    for make in (healthy, incident, renamed_metric, *(m for m, _ in FAILURE_MODES.values())):
+    for make in (healthy, incident, renamed_metric, tenant_load, *(m for m, _ in FAILURE_MODES.values())):
         world.add(make())
     return world

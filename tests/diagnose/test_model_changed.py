@@ -4,6 +4,7 @@ by Prometheus' own engine (promtool) over llm_model_info series of a rollout; it
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -90,7 +91,7 @@ AT = 1796476800.0  # 2026-12-05T13:20:00Z
 def test_a_change_names_the_minute_and_what_changed() -> None:
     (finding,) = model_changed.VERDICT.judge(readings([(BEFORE, AT - 3600), (AFTER, AT)]), [])
     assert finding.verdict == (
-        "demo/chat: what serves it changed at 13:20 UTC (revision main → b968826d9c46dd6066d109eabc6255188de91218, "
+        "demo/chat: the model changed at 13:20 UTC (revision main → b968826d9c46dd6066d109eabc6255188de91218, "
         f"image_digest {OLD} → {NEW}): compare latency, errors and answers before and after"
     )
     assert (finding.namespace, finding.model, finding.stage, finding.evidence[0].value) == (
@@ -99,6 +100,60 @@ def test_a_change_names_the_minute_and_what_changed() -> None:
         "engine",
         AT,
     )
+
+
+def test_a_change_is_put_beside_the_first_minute_of_the_wait() -> None:
+    qid = model_changed.VERDICT.qid("wait_start")
+    r = readings([(BEFORE, AT - 3600), (AFTER, AT)])
+    wait = Sample({"namespace": "demo", "model": "chat"}, AT + 180)
+    (finding,) = model_changed.VERDICT.judge(replace(r, results={**r.results, qid: (wait,)}), [])
+    assert finding.verdict.startswith(
+        "demo/chat: the model changed at 13:20 UTC, 3 min before the wait began at 13:23 UTC ("
+    )
+    assert [e.value for e in finding.evidence] == [AT, AT + 180]
+    # a wait that began before the change: after it; another model's wait: none
+    earlier = Sample({"namespace": "demo", "model": "chat"}, AT - 600)
+    (after,) = model_changed.VERDICT.judge(replace(r, results={**r.results, qid: (earlier,)}), [])
+    assert after.verdict.startswith(
+        "demo/chat: the model changed at 13:20 UTC, 10 min after the wait began at 13:10 UTC ("
+    )
+    other = Sample({"namespace": "demo", "model": "code"}, AT + 180)
+    (alone,) = model_changed.VERDICT.judge(replace(r, results={**r.results, qid: (other,)}), [])
+    assert alone.verdict.startswith("demo/chat: the model changed at 13:20 UTC (")
+
+
+def test_the_wait_start_query_in_prometheus(tmp_path: Path) -> None:
+    """The queue of demo/chat goes above 5 at minute 23 (two replicas, 3 and 4 waiting); code never waits."""
+    (tmp_path / "empty.rules.yaml").write_text("groups: []\n")
+    waiting = 'llm_requests_waiting{{namespace="demo", pod="{}", engine="vllm", model="{}", dp_rank="0"}}'
+    case = {
+        "rule_files": ["empty.rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": waiting.format("chat-b", "chat"), "values": "0x22 3x20"},
+                    {"series": waiting.format("chat-c", "chat"), "values": "1x22 4x20"},
+                    {"series": waiting.format("code-a", "code"), "values": "2x42"},
+                ],
+                "promql_expr_test": [
+                    {
+                        "expr": render(
+                            model_changed.queries(DEFAULT)["wait_start"], Scope(namespace="demo", window="30m")
+                        ),
+                        "eval_time": "40m",
+                        "exp_samples": [{"labels": '{namespace="demo", model="chat"}', "value": 23 * 60}],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "case.yaml").write_text(yaml.safe_dump(case))
+    run = subprocess.run(
+        [PROMTOOL, "test", "rules", "case.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 def test_one_revision_or_two_since_before_the_window_is_no_change() -> None:

@@ -91,6 +91,16 @@ def test_healthy_baseline_yields_none(cluster: str, capsys: pytest.CaptureFixtur
     assert out.startswith("llm-exporter diagnose: healthy: nobody waits (namespace healthy, 15m up to ")
 
 
+def test_the_tenant_that_sends_most_of_a_queue_is_named(cluster: str) -> None:
+    # one replica busy on every request: compute explains the queue, and the tenant is named beside it
+    r = report(cluster, "tenants")
+    assert ids(r) == ["engine.compute", "waiting.tenant"], [f.verdict for f in r.findings]
+    assert r.findings[1].verdict == (
+        "tenants/chat queues and tenant team-a sent 70 % of its tokens through the gateway over the window "
+        "(prompt and generated)"
+    )
+
+
 def test_complete_example_yields_the_conclusions_in_order(cluster: str) -> None:
     r = report(cluster, "incident")
     assert ids(r) == scenarios.INCIDENT_ORDER

@@ -12,6 +12,7 @@ from exporter import config
 from exporter.exposition import render
 from exporter.gateways import envoy_ai_gateway, registry
 from exporter.gateways.collector import Gateway, GatewayCollector, Scraped, build_families, from_target
+from exporter.gateways.reading import KindSplit
 from exporter.gateways.tenants import TenantBound
 from tests.fakes.engine import FakeEngine
 
@@ -192,3 +193,31 @@ def test_an_unknown_kind_is_refused_naming_the_kinds(kind: str) -> None:
     with pytest.raises(config.ConfigError) as caught:
         config.parse(f"gateways: {{targets: [{{url: 'http://g:1064', kind: {kind}}}]}}")
     assert f"gateways.targets[0].kind: '{kind}' is not one of auto, litellm, envoy_ai_gateway" in caught.value.errors
+
+
+def test_tokens_by_request_kind_where_configured() -> None:
+    # the operation the gateway labels every series with: chat and embeddings in the real body; only chat listed
+    split = KindSplit(("gen_ai_operation_name",), frozenset({"chat"}))
+    reading = envoy_ai_gateway.read(BODY, ["tenant_id"], split)
+    folded = TenantBound(50, 3600).fold(reading.counts, 0.0)
+    families = build_families([Scraped(GATEWAY, "envoy_ai_gateway", "", reading, folded)], 50, by_kind=True)
+    tokens = [line for line in render(families).splitlines() if line.startswith("llm_gateway_tokens_total")]
+    assert tokens == [
+        f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-b",model="{BGE}",direction="prompt",'
+        'request_kind="other"} 8',
+        f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-a",model="{LLAMA}",direction="generation",'
+        'request_kind="chat"} 45',
+        f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-a",model="{LLAMA}",direction="prompt",'
+        'request_kind="chat"} 42',
+        f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-b",model="{LLAMA}",direction="generation",'
+        'request_kind="chat"} 10',
+        f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-b",model="{LLAMA}",direction="prompt",'
+        'request_kind="chat"} 100',
+        f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-d",model="{LLAMA}",direction="generation",'
+        'request_kind="chat"} 6',
+        f'llm_gateway_tokens_total{{gateway="aigw",tenant="team-d",model="{LLAMA}",direction="prompt",'
+        'request_kind="chat"} 50',
+    ]
+    # a label no series carries: every token is of kind "none"
+    unset = envoy_ai_gateway.read(BODY, ["tenant_id"], KindSplit(("request_kind",), frozenset({"batch"})))
+    assert {key[2] for values in unset.counts.values() for key in values if key[0] == "tokens"} == {"none"}

@@ -10,6 +10,7 @@ from exporter import config
 from exporter.exposition import render
 from exporter.gateways import litellm
 from exporter.gateways.collector import Gateway, Scraped, build_families
+from exporter.gateways.reading import KindSplit
 from exporter.gateways.tenants import TenantBound
 
 BODY = (Path(__file__).parent / "data" / "litellm-1.110.2.prom").read_text()
@@ -137,12 +138,41 @@ def test_a_tenant_moving_between_named_and_other_never_counts_twice() -> None:
         ("gateways: {targets: [{url: 'http://g:4000', kind: envoy}]}", "gateways.targets[0].kind: 'envoy' is not"),
         ("gateways: {max_tenants_per_model: 0}", "gateways.max_tenants_per_model: must be in [1, 10000]"),
         ("gateways: {tenant_labels: [null]}", "gateways.tenant_labels[0]: expected str, got null"),
+        ("gateways: {request_kind_labels: [route]}", "gateways.request_kinds: list the request kinds to keep"),
+        ("gateways: {request_kind_labels: [api_key], request_kinds: [a]}", "gateways.request_kind_labels: 'api_key'"),
+        ("gateways: {request_kind_labels: [x-kind], request_kinds: [a]}", "gateways.request_kind_labels: 'x-kind' is"),
+        ("gateways: {request_kind_labels: [r], request_kinds: [other]}", "gateways.request_kinds: 'other' must be"),
+        (
+            f"gateways: {{request_kind_labels: [r], request_kinds: [{', '.join('k' + str(i) for i in range(21))}]}}",
+            "gateways.request_kinds: at most 20",
+        ),
     ],
 )
 def test_bad_gateway_config_names_the_key(text: str, error: str) -> None:
     with pytest.raises(config.ConfigError) as caught:
         config.parse(text)
     assert any(e.startswith(error) for e in caught.value.errors), caught.value.errors
+
+
+def test_tokens_by_the_model_name_the_client_asked_where_configured() -> None:
+    # requested_model is on LiteLLM's token series: the alias a client asked for, one request kind per alias
+    split = KindSplit(("requested_model",), frozenset({"tiny"}))
+    reading = litellm.read(BODY, ["end_user"], split)
+    assert {k: v for k, v in reading.counts[("tiny", "alice")].items() if k[0] == "tokens"} == {
+        ("tokens", "prompt", "tiny"): 30.0,
+        ("tokens", "generation", "tiny"): 5.0,
+    }
+    families = build_families(
+        [Scraped(GATEWAY, "litellm", "", reading, TenantBound(50, 3600).fold(reading.counts, 0.0))], 50, by_kind=True
+    )
+    assert [
+        line for line in render(families).splitlines() if 'tokens_total{gateway="litellm",tenant="alice"' in line
+    ] == [
+        'llm_gateway_tokens_total{gateway="litellm",tenant="alice",model="tiny",direction="generation",'
+        'request_kind="tiny"} 5',
+        'llm_gateway_tokens_total{gateway="litellm",tenant="alice",model="tiny",direction="prompt",'
+        'request_kind="tiny"} 30',
+    ]
 
 
 def test_an_end_user_name_over_the_length_cap_is_counted_as_other() -> None:

@@ -63,10 +63,10 @@ def proxy(engine: llama.LlamaServer, tmp_path_factory: pytest.TempPathFactory) -
     started.stop()
 
 
-def exporter_config(proxy: str, key: Path) -> dict[str, Any]:
+def exporter_config(proxy: str, key: Path, **gateways: Any) -> dict[str, Any]:
     target = {"url": proxy, "labels": {"gateway": "litellm"}, "bearer_token_file": str(key)}
     return {
-        "gateways": {"targets": [target], "tenant_labels": ["end_user"], "max_tenants_per_model": KEEP},
+        "gateways": {"targets": [target], "tenant_labels": ["end_user"], "max_tenants_per_model": KEEP, **gateways},
         "gpu": {"enabled": "false"},
     }
 
@@ -115,3 +115,11 @@ def test_tenant_tokens_equal_the_usage_the_responses_carried(proxy: str, tmp_pat
         assert got(requests, "other", ("outcome", "success")) == sum(TENANTS[t] for t in folded)
         assert f'llm_gateway_tenants_folded{{gateway="litellm",model="{MODEL}"}} {len(folded)}' in ours
         assert litellm_proxy.MASTER_KEY not in ours and "litellm_proxy_master_key" not in ours
+    # a second exporter splits the tokens by the model name the clients asked for: the same counts, of one kind
+    by_kind = exporter_config(proxy, key, request_kind_labels=["requested_model"], request_kinds=[MODEL])
+    served, base = serve_exporter(tmp_path, "kinds", "node", f"127.0.0.1:{free_port()}", by_kind)
+    with served as proc:
+        wait_http(base + "/metrics", timeout=10, proc=proc)
+        split = series(fetch(base + "/metrics"), "llm_gateway_tokens_total")
+    assert {k[:-1]: v for k, v in split.items()} == tokens
+    assert {k[-1] for k in split} == {("request_kind", MODEL)}

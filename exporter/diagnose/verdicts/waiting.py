@@ -46,6 +46,14 @@ class Wait:
     queue_share: float | None
     reasons: tuple[str, ...]
 
+    @property
+    def queueing(self) -> bool:
+        """Someone waits and it is the queue: most of first-token time is queueing, or, without a queue-time
+        histogram (llama.cpp, TGI), the queue went over the limit."""
+        if not self.reasons:
+            return False
+        return self.queue_share >= 0.5 if self.queue_share is not None else "queue" in self.reasons
+
     def summary(self) -> str:
         parts = []
         if self.ttft_p99 is not None:
@@ -100,8 +108,7 @@ def judge(r: Readings, earlier: Sequence[Finding]) -> list[Finding]:
     for wait in who_waits(r):
         if not wait.reasons or explained(earlier, wait.namespace, wait.model, CAUSES):
             continue
-        # without a queue-time histogram (llama.cpp, TGI) the share is unknown: a queue over the limit says capacity
-        queueing = wait.queue_share >= 0.5 if wait.queue_share is not None else "queue" in wait.reasons
+        queueing = wait.queueing
         evidence = [
             r.evidence(VERDICT.qid(name), value)
             for name, value in (("ttft_p99", wait.ttft_p99), ("queue_max", wait.queue_max), ("itl_p99", wait.itl_p99))
