@@ -18,6 +18,12 @@ OPERATORS: dict[tuple[str, str], str] = {
         "are metav1.NewControllerRef(workspace, kaitov1beta1.GroupVersion.WithKind(\"Workspace\"))",
     ("apps.nvidia.com", "NIMService"): "NVIDIA/k8s-nim-operator, the platform reconcilers: "
         "controllerutil.SetControllerReference(nimService, resource, ...) on each rendered object",
+    # the pods' controller is a RayCluster (ray-project/kuberay v1.7.0 raycluster_controller.go:1753 buildHeadPod,
+    # :1800 buildWorkerPod: controllerutil.SetControllerReference(&instance, &pod, ...)), whose controller is the
+    # RayService (rayservice_controller.go:1544 constructRayClusterForRayService: ctrl.SetControllerReference(
+    # rayService, rayCluster, ...)): the RayCluster's ownerReferences are read from the cluster role's watch of them
+    ("ray.io", "RayService"): "ray-project/kuberay v1.7.0 rayservice_controller.go:1544 "
+        "constructRayClusterForRayService: ctrl.SetControllerReference(rayService, rayCluster, scheme)",
 }  # fmt: skip
 
 
