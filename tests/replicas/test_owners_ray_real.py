@@ -9,6 +9,7 @@ KubeRay itself does not run here: the objects are written as it writes them, nam
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def test_the_replica_series_name_the_rayservice_behind_the_raycluster(kube_clust
     ns = cluster.namespace("ray")
     for plural in ("rayclusters", "rayservices"):
         cluster.apply(yaml.safe_load((CRDS / f"ray.io_{plural}.yaml").read_text(encoding="utf-8")))
-        wait_for(lambda plural=plural: established(cluster, plural), 60, f"the {plural} CRD Established")
+        wait_for(partial(established, cluster, plural), 60, f"the {plural} CRD Established")
     head_group = {"rayStartParams": {}, "template": {"spec": {"containers": [CONTAINER]}}}
     service = cluster.apply({"apiVersion": "ray.io/v1", "kind": "RayService",
                              "metadata": {"name": "llm", "namespace": ns},
