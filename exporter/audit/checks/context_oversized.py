@@ -28,6 +28,18 @@ def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
     return None
 
 
+def unknown_limit(engine: str, c: Container) -> str:
+    """Why the context limit is not known, where it is set from a variable not resolved: "" otherwise."""
+    known = ENGINES.get(engine)
+    flags, envs = (known.context_args, known.context_env) if known is not None else ((), ())
+    given = arguments.flag(arguments.words(c), flags)
+    if given is not None:
+        why = arguments.unknown_reason(c, given[1])
+        return f"{given[0]} {given[1]}: {why}" if why else ""
+    variable = arguments.env_reason(c, envs)
+    return "" if variable is None else variable[1]
+
+
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     engine = ENGINES.get(subject.engine)
     if engine is None and subject.engine:  # an operator's server that picks its engine itself (a NIM)
@@ -36,6 +48,9 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
         return unknown("engine not recognised from the command or image: its context flag is unknown")
     found = context_limit(subject.engine, subject.engine_container)
     if found is None:
+        why = unknown_limit(subject.engine, subject.engine_container)
+        if why:
+            return unknown(f"context limit set from a variable not known here: {why}")
         flags = "/".join(engine.context_args)
         return fail(f"no {flags}: the engine reserves KV cache for the model's full context")
     flag, limit = found
