@@ -10,16 +10,20 @@ Only ConfigMaps are read. A Secret's values never are, whether or not the Secret
 from one stays unknown, as does one from a ConfigMap the input lacks (the cluster may have it) and one from
 the pod's fields. An unknown variable is kept in `Container.env_refs`, which `exporter.k8s.arguments` names
 when an argument refers to it; it is never read as absent.
+
+The files of the ConfigMap volumes a container mounts are read from the input too (`Container.files`): the
+script its command runs, a wrapper's config file (`exporter.audit.wrappers`).
 """
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from exporter.k8s.fields import as_dict, meta
-from exporter.k8s.workloads import Container, EnvRef, Workload
+from exporter.k8s.workloads import Container, EnvRef, PodTemplate, Workload
 
 ConfigMaps = Mapping[tuple[str, str], Mapping[str, str]]  # (namespace, name) -> data
 
@@ -65,15 +69,37 @@ def resolve(c: Container, namespace: str, maps: ConfigMaps) -> Container:
     return replace(c, env=tuple(env.items()), env_refs=tuple(unknown))
 
 
+def mounted(c: Container, pod: PodTemplate, namespace: str, maps: ConfigMaps) -> tuple[tuple[str, str], ...]:
+    """(path in the container, text) of each file of a ConfigMap volume `c` mounts whose ConfigMap is in `maps`:
+    a key at `<mountPath>/<key>` (or the path its `items` give), a `subPath` mount at the mount path itself."""
+    out: list[tuple[str, str]] = []
+    volumes = {volume: (name, dict(items)) for volume, name, items in pod.config_volumes}
+    for path, volume, sub_path in c.mounts:
+        if volume not in volumes or (data := maps.get((namespace, volumes[volume][0]))) is None:
+            continue
+        items = volumes[volume][1]
+        files = {items[k]: data[k] for k in items if k in data} if items else dict(data)
+        if sub_path:
+            out += [(path, files[sub_path])] if sub_path in files else []
+        else:
+            out += [(posixpath.join(path, name), text) for name, text in files.items()]
+    return tuple(out)
+
+
 def resolve_workload(w: Workload, maps: ConfigMaps) -> Workload:
-    """`w` with every container's variables resolved from `maps` (the ConfigMaps of `w`'s namespace)."""
-    if not any(c.env_refs for pod in w.pods for c in (*pod.containers, *pod.init_containers)):
-        return w
+    """`w` with every container's variables resolved from `maps` (the ConfigMaps of `w`'s namespace), and the
+    files of the ConfigMap volumes each mounts."""
+
+    def one(c: Container, pod: PodTemplate) -> Container:
+        c = resolve(c, w.namespace, maps)
+        files = mounted(c, pod, w.namespace, maps)
+        return replace(c, files=files) if files else c
+
     pods = tuple(
         replace(
             pod,
-            containers=tuple(resolve(c, w.namespace, maps) for c in pod.containers),
-            init_containers=tuple(resolve(c, w.namespace, maps) for c in pod.init_containers),
+            containers=tuple(one(c, pod) for c in pod.containers),
+            init_containers=tuple(one(c, pod) for c in pod.init_containers),
         )
         for pod in w.pods
     )

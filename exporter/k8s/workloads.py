@@ -93,6 +93,9 @@ class Container:
     engine: str = ""  # the engine an operator documents it runs, where neither command nor image names it
     # the variables read from other objects (`env` holds the literal ones), those not resolved from the input
     env_refs: tuple[EnvRef, ...] = ()
+    mounts: tuple[tuple[str, str, str], ...] = ()  # volumeMounts: (mountPath, volume, subPath)
+    # the files of ConfigMap volumes of the input it mounts: (path in the container, text), once resolved
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -129,6 +132,11 @@ def container(obj: Mapping[str, Any]) -> Container:
         bool(as_dict(as_dict(obj.get("lifecycle")).get("preStop"))),
         tuple(sorted(gpus.items())),
         env_refs=tuple(refs),
+        mounts=tuple(
+            (str(m.get("mountPath") or ""), str(m.get("name") or ""), str(m.get("subPath") or ""))
+            for m in as_list(obj.get("volumeMounts"))
+            if isinstance(m, dict)
+        ),
     )
 
 
@@ -159,6 +167,8 @@ class PodTemplate:
     init_containers: tuple[Container, ...]
     grace_period: int | None
     constraints: Constraints  # nodeSelector, required node affinity, tolerations
+    # ConfigMap volumes: (volume, ConfigMap, ((key, path), ...): its `items`, () for every key at its own name)
+    config_volumes: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def tolerations(self) -> tuple[Toleration, ...]:
@@ -187,7 +197,14 @@ def pod_template(template: Any) -> PodTemplate:
         tuple(container(c) for c in as_list(spec.get("initContainers")) if isinstance(c, dict)),
         as_int(spec.get("terminationGracePeriodSeconds")),
         scheduling.constraints(spec),
-    )
+        tuple(
+            (str(v.get("name") or ""), str(as_dict(v.get("configMap")).get("name") or ""),
+             tuple((str(i.get("key") or ""), str(i.get("path") or "")) for i in as_list(
+                 as_dict(v.get("configMap")).get("items")) if isinstance(i, dict)))
+            for v in as_list(spec.get("volumes"))
+            if isinstance(v, dict) and as_dict(v.get("configMap")).get("name")
+        ),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
