@@ -63,13 +63,10 @@ def flag(found: list[str], names: Iterable[str]) -> tuple[str, str] | None:
 
 def env_value(c: Container, names: Iterable[str]) -> tuple[str, str] | None:
     """(the variable, its value) of the first of `names` the container sets, or None."""
-    wanted = set(names)
     earlier: dict[str, str] = {}  # a variable's value expands the variables defined before it
     for name, value in c.env:
-        if name in wanted:
-            return name, expand(value, earlier)
         earlier[name] = expand(value, earlier)
-    return None
+    return next(((name, earlier[name]) for name in names if name in earlier), None)
 
 
 def _source(ref: EnvRef) -> str:
@@ -88,7 +85,7 @@ def variable_reason(c: Container, name: str) -> str:
     for ref in reversed(c.env_refs):
         if ref.after >= 0 and ref.variable == name:
             return f"{name} is read from {_source(ref)}"
-    sources = [_source(r) for r in c.env_refs if r.after < 0 and name.startswith(r.variable)]
+    sources = [_source(r) for r in c.env_refs if r.after < 0 and not r.optional and name.startswith(r.variable)]
     if sources:
         return f"{name} may be set by {' or '.join(sources)}"
     return f"no variable {name} is set: $({name}) stays as written"
@@ -106,7 +103,13 @@ def unknown_reason(c: Container, value: str) -> str:
 def env_reason(c: Container, names: Iterable[str]) -> tuple[str, str] | None:
     """(the variable, why its value is unknown) of the first of `names` read from another object and not
     resolved; None when none of them is."""
+    env = dict(c.env)
     for name in names:
-        if name not in dict(c.env) and any(r.after >= 0 and r.variable == name for r in c.env_refs):
+        if name in env:
+            return None  # set: `env_value` reads it
+        listed = any(r.after >= 0 and r.variable == name for r in c.env_refs)
+        # an envFrom source not resolved may set it (an optional one the input lacks is read as absent)
+        sourced = any(r.after < 0 and not r.optional and name.startswith(r.variable) for r in c.env_refs)
+        if listed or sourced:
             return name, variable_reason(c, name)
     return None

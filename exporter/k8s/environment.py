@@ -4,7 +4,9 @@ The kubelet sets a container's variables in order (kubernetes/kubernetes pkg/kub
 makeEnvironmentVariables): each `envFrom` source first (every key of the ConfigMap, its `prefix` before it;
 a later source's key wins), then each `env` entry in turn (a later one wins; "Values defined by an Env with
 a duplicate key will take precedence", k8s.io/api core/v1 types.go Container.EnvFrom), a
-`valueFrom.configMapKeyRef` read from its ConfigMap.
+`valueFrom.configMapKeyRef` read from its ConfigMap. An `envFrom` source the input lacks may set any variable
+of the sources before it, so those are unknown too, unless it is `optional: true` (read as absent then:
+what the kubelet does when the cluster lacks it too).
 
 Only ConfigMaps are read. A Secret's values never are, whether or not the Secret is in the input: a variable
 from one stays unknown, as does one from a ConfigMap the input lacks (the cluster may have it) and one from
@@ -51,6 +53,9 @@ def resolve(c: Container, namespace: str, maps: ConfigMaps) -> Container:
         data = maps.get((namespace, ref.name)) if ref.kind == "ConfigMap" else None
         if data is None:
             unknown.append(ref)
+            if not ref.optional:  # it may set any variable of an earlier source (an optional one may be absent)
+                for name in [name for name in env if name.startswith(ref.variable)]:
+                    del env[name]
         else:
             env.update((ref.variable + key, value) for key, value in data.items())
     listed = [r for r in c.env_refs if r.after >= 0]

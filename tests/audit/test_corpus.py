@@ -144,11 +144,24 @@ EXPECTED: dict[str, dict[str, dict[str, str]]] = {
             "context-oversized": "unknown",  # built into the TensorRT engine and config.pbtxt, not an argument
         }
     },
+    # OPEA's TGI on Gaudi (GenAIInfra v1.1): every setting, the context limit too, from a ConfigMap of the same
+    # file through envFrom (and an optional second one the file lacks)
+    "opea-tgi-gaudi-envfrom": {
+        "default/Deployment/tgi": {
+            **NO_AUTOSCALER, **NO_FRONTEND, **NA_MANIFEST, **NO_DRAIN,
+            "no-readiness-probe": "pass",  # tcpSocket
+            "no-startup-probe": "pass",  # 5 + 5 × 120 = 605 s
+            "no-gpu-toleration": "unknown",  # habana.ai/gaudi, no toleration
+            "time-slicing-user-facing": "unknown",
+            "round-robin-routing": "n/a",  # replicas unset: 1
+            "context-oversized": "pass",  # MAX_TOTAL_TOKENS "2048" in tgi-config
+        }
+    },
 }  # fmt: skip
 
 
 # The engine each audited workload runs, as the records' `engine` field gives it
-ENGINE = {"gke-triton-trtllm-gemma": "trtllm", "gke-tgi-llama3-70b": "tgi"}
+ENGINE = {"gke-triton-trtllm-gemma": "trtllm", "gke-tgi-llama3-70b": "tgi", "opea-tgi-gaudi-envfrom": "tgi"}
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
@@ -184,6 +197,21 @@ def test_an_unknown_gpu_server_says_what_it_could_not_judge(tmp_path: Path) -> N
     assert rc == 1
     assert "  engine not recognised: not judged: context-oversized\n" in out
     assert "1 engine workload(s) (1 of an unknown engine)" in out
+
+
+def test_a_context_limit_from_an_envfrom_configmap_is_read() -> None:
+    _rc, out, _err = audit("-f", str(CORPUS / "opea-tgi-gaudi-envfrom"), "--output", "json")
+    (record,) = [r for r in json.loads(out) if r["check"] == "context-oversized"]
+    assert (record["status"], record["detail"]) == ("pass", "MAX_TOTAL_TOKENS 2048")  # not MAX_INPUT_LENGTH 1024
+    # the Deployment alone: the ConfigMap is not in the input, so the limit is unknown, not absent
+    text = (CORPUS / "opea-tgi-gaudi-envfrom" / "tgi_gaudi.yaml").read_text(encoding="utf-8")
+    alone = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "Deployment"]
+    rc, out, _err = audit("-f", "-", "--output", "json", stdin=yaml.safe_dump_all(alone))
+    assert rc == 1  # its failing checks: no PDB, no preStop, ...
+    (record,) = [r for r in json.loads(out) if r["check"] == "context-oversized"]
+    assert (record["status"], record["detail"]) == ("unknown", "context limit set from a variable not known here: "
+                                                    "MAX_TOTAL_TOKENS may be set by ConfigMap tgi-config (envFrom), "
+                                                    "not among the objects read")  # fmt: skip
 
 
 def test_a_client_of_an_engine_is_not_audited() -> None:
