@@ -139,7 +139,8 @@ def container_engine(c: Container) -> str | None:
     """The engine a container runs: named by its command (or its operator), or by its image or port names
     when it requests an accelerator or says it serves the engine itself; None for clients, routers and the rest."""
     engine = named_engine(c)
-    if engine is None or c.gpus or c.engine or argv_engine(c) or _serves_itself(c, engine):
+    # a known wrapper starts its engine itself (llama-swap runs llama-server, Triton its backend, a NIM its own)
+    if engine is None or c.gpus or c.engine or argv_engine(c) or wrapper(c) or _serves_itself(c, engine):
         return engine
     return None
 

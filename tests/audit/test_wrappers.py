@@ -106,3 +106,10 @@ def test_a_nim_image_is_a_nim() -> None:
     engine, status, detail = context([deployment(nim)])
     assert (engine, status) == ("nim", "unknown")
     assert detail == "nim chooses its engine at start-up: the audit knows no context flag for it"
+
+
+def test_llama_swap_without_an_accelerator_still_runs_its_engine() -> None:
+    """llama-swap starts llama-server in its own container: no client of an engine, GPU or not."""
+    (objs,) = [llama_swap(None)]
+    objs[0]["spec"]["template"]["spec"]["containers"][0]["resources"] = {}
+    assert context(objs)[:2] == ("llamacpp", "unknown")
