@@ -201,6 +201,7 @@ def test_an_unknown_gpu_server_says_what_it_could_not_judge(tmp_path: Path) -> N
 
 def test_a_context_limit_from_an_envfrom_configmap_is_read() -> None:
     _rc, out, _err = audit("-f", str(CORPUS / "opea-tgi-gaudi-envfrom"), "--output", "json")
+    assert "insert-your-huggingface-token-here" not in out  # tgi-config's HF_TOKEN: read, never written out
     (record,) = [r for r in json.loads(out) if r["check"] == "context-oversized"]
     assert (record["status"], record["detail"]) == ("pass", "MAX_TOTAL_TOKENS 2048")  # not MAX_INPUT_LENGTH 1024
     # the Deployment alone: the ConfigMap is not in the input, so the limit is unknown, not absent

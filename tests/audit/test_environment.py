@@ -109,3 +109,20 @@ def test_the_kubelets_order_an_env_entry_over_envfrom_a_later_source_over_an_ear
     assert [r.variable for r in resolved.env_refs] == ["Z"]
     assert arguments.variable_reason(resolved, "Z") == "Z is read from the pod's fieldRef"
     assert arguments.variable_reason(resolved, "V") == "no variable V is set: $(V) stays as written"
+
+
+def test_the_files_of_a_mounted_configmap_where_the_kubelet_puts_them() -> None:
+    pod = workloads.pod_template({"spec": {
+        "containers": [{"name": "server", "volumeMounts": [
+            {"name": "all", "mountPath": "/etc/server"},
+            {"name": "some", "mountPath": "/opt/conf/"},
+            {"name": "all", "mountPath": "/app/config.yaml", "subPath": "config.yaml"},
+            {"name": "elsewhere", "mountPath": "/data"}]}],
+        "volumes": [{"name": "all", "configMap": {"name": "server"}},
+                    {"name": "some", "configMap": {"name": "server", "items": [{"key": "run.sh", "path": "bin/run"}]}},
+                    {"name": "elsewhere", "configMap": {"name": "not-in-the-input"}}],
+    }})  # fmt: skip
+    maps = {(NS, "server"): {"config.yaml": "models: {}", "run.sh": "exec server"}}
+    assert environment.mounted(pod.containers[0], pod, NS, maps) == (
+        ("/etc/server/config.yaml", "models: {}"), ("/etc/server/run.sh", "exec server"),
+        ("/opt/conf/bin/run", "exec server"), ("/app/config.yaml", "models: {}"))  # fmt: skip
