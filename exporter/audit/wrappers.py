@@ -4,7 +4,8 @@ ConfigMap mounts, each with the engine it runs and where that engine's settings 
 - Triton Inference Server with the TensorRT-LLM backend (github.com/triton-inference-server/tensorrtllm_backend):
   `tritonserver` (image `nvcr.io/nvidia/tritonserver:<yy.mm>-trtllm-python-py3`, or an image or command named
   `tritonserver`) with the TensorRT-LLM backend named by the image tag (`trtllm`), the command or a script it
-  runs (`launch_triton_server.py`, `tensorrtllm_backend`, `--backend tensorrtllm`). Engine `trtllm`, but the
+  runs (`launch_triton_server.py`, `tensorrtllm_backend`, `--backend-config=tensorrtllm,…`); not the client
+  SDK image (`…-py3-sdk`: genai-perf, perf_analyzer). Engine `trtllm`, but the
   context limit is built into the TensorRT engine (`trtllm-build --max_seq_len`) and the model repository's
   `config.pbtxt`, not an argument: not judged. Triton's metrics are its own (`nv_inference_*`,
   `nv_trt_llm_*`), not trtllm-serve's.
@@ -30,7 +31,8 @@ from exporter.k8s.workloads import Container
 
 LLAMA_SWAP_CONFIG = "/app/config.yaml"  # mostlygeek/llama-swap v250 docker/llama-swap.Containerfile:49
 _WORDS = re.compile(r"[/\-_.:@\s]+")
-_TRITON_TRTLLM = re.compile(r"launch_triton_server\.py|tensorrtllm_backend|--backend[= ]tensorrtllm|\btrtllm\b")
+# the backend's own scripts and tritonserver's backend option; not genai-perf's `--backend tensorrtllm` (a client)
+_TRITON_TRTLLM = re.compile(r"launch_triton_server\.py|tensorrtllm_backend|--backend-config[= ]tensorrtllm")
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,10 @@ def wrapper(c: Container) -> Wrapper | None:
         commands, note = _llama_swap_commands(c)
         return Wrapper("llama-swap", "llamacpp", commands, note)
     script = scripts(c)
-    triton = "tritonserver" in words or "tritonserver" in argv or "launch_triton_server.py" in argv + script
-    if triton and ("trtllm" in tag(c.image).lower() or _TRITON_TRTLLM.search(argv + "\n" + script)):
+    first = c.argv[0].rsplit("/", 1)[-1] if c.argv else ""
+    triton = "tritonserver" in words or first == "tritonserver" or "launch_triton_server.py" in argv + script
+    client = "sdk" in _WORDS.split(tag(c.image).lower())  # `tritonserver:<yy.mm>-py3-sdk`: the client tools
+    if triton and not client and ("trtllm" in tag(c.image).lower() or _TRITON_TRTLLM.search(argv + "\n" + script)):
         return Wrapper("triton", "trtllm", note="Triton's TensorRT-LLM backend: the context limit is built into "
                        "the TensorRT engine (trtllm-build --max_seq_len) and the model repository's config.pbtxt, "
                        "which the audit does not read")  # fmt: skip

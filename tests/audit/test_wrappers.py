@@ -113,3 +113,11 @@ def test_llama_swap_without_an_accelerator_still_runs_its_engine() -> None:
     (objs,) = [llama_swap(None)]
     objs[0]["spec"]["template"]["spec"]["containers"][0]["resources"] = {}
     assert context(objs)[:2] == ("llamacpp", "unknown")
+
+
+def test_triton_s_client_sdk_is_no_engine() -> None:
+    """genai-perf in Triton's SDK image, benchmarking a TensorRT-LLM model: a client, no accelerator."""
+    client = workloads.container({"name": "genai-perf", "image": "nvcr.io/nvidia/tritonserver:25.01-py3-sdk",
+                                  "command": ["genai-perf", "profile", "-m", "ensemble", "--service-kind", "triton",
+                                              "--backend", "tensorrtllm", "--url", "tritonserver:8001"]})  # fmt: skip
+    assert wrapper(client) is None
