@@ -80,11 +80,11 @@ def wrapper(c: Container) -> Wrapper | None:
     """The known wrapper `c` runs, None for any other container."""
     words = _image_words(c.image)
     argv = " ".join(c.argv)
-    if "llama swap" in " ".join(words) or re.search(r"(^|/)llama-swap\b", argv):
+    first = c.argv[0].rsplit("/", 1)[-1] if c.argv else ""  # the program: not a client's `--url http://llama-swap`
+    if "llama swap" in " ".join(words) or first == "llama-swap":
         commands, note = _llama_swap_commands(c)
         return Wrapper("llama-swap", "llamacpp", commands, note)
     script = scripts(c)
-    first = c.argv[0].rsplit("/", 1)[-1] if c.argv else ""
     triton = "tritonserver" in words or first == "tritonserver" or "launch_triton_server.py" in argv + script
     client = "sdk" in _WORDS.split(tag(c.image).lower())  # `tritonserver:<yy.mm>-py3-sdk`: the client tools
     if triton and not client and ("trtllm" in tag(c.image).lower() or _TRITON_TRTLLM.search(argv + "\n" + script)):

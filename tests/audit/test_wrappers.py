@@ -121,3 +121,11 @@ def test_triton_s_client_sdk_is_no_engine() -> None:
                                   "command": ["genai-perf", "profile", "-m", "ensemble", "--service-kind", "triton",
                                               "--backend", "tensorrtllm", "--url", "tritonserver:8001"]})  # fmt: skip
     assert wrapper(client) is None
+
+
+def test_a_client_of_llama_swap_is_no_engine() -> None:
+    client = workloads.container({"name": "bench", "image": "python:3.12-slim",
+                                  "command": ["python", "bench.py", "--url", "http://llama-swap:8080/v1"]})  # fmt: skip
+    assert wrapper(client) is None
+    server = {"name": "s", "image": "registry.example.com/llm:1", "command": ["/app/llama-swap", "-config", "/c.yaml"]}
+    assert wrapper(workloads.container(server)) is not None
