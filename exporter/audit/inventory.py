@@ -8,7 +8,7 @@ from typing import Any
 
 from exporter.audit import model, nodes
 from exporter.audit.model import Surroundings
-from exporter.k8s import autoscalers, frontends, operators, workloads
+from exporter.k8s import autoscalers, environment, frontends, operators, workloads
 from exporter.k8s.fields import NO_SOURCE, Source, meta
 from exporter.k8s.selectors import Selector
 from exporter.k8s.workloads import Workload
@@ -39,6 +39,8 @@ class Inventory:
     operated: list[tuple[Mapping[str, Any], Source, str]] = field(default_factory=list)
     referred: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)  # ServingRuntimes, by kind
     notes: list[str] = field(default_factory=list)  # operators' resources that derived nothing, and why
+    # the ConfigMaps' data by (namespace, name): the variables of `envFrom` and `configMapKeyRef`
+    config_maps: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
 
 _Reader = Callable[[Mapping[str, Any], str, Source], Any]
@@ -70,6 +72,10 @@ def add(inv: Inventory, obj: Mapping[str, Any], source: Source = NO_SOURCE, defa
         return
     if operators.reader(obj) is not None:
         inv.operated.append((obj, source, ns))
+        return
+    if kind == "ConfigMap":
+        key, data = environment.config_map(obj, ns)
+        inv.config_maps[key] = data
         return
     if operators.referred(obj):
         inv.referred.setdefault(kind, []).append(obj)
@@ -111,6 +117,10 @@ def finish(inv: Inventory) -> None:
             namespace, name = meta(obj, ns)[:2]
             inv.notes.append(f"{obj.get('kind')} {namespace}/{name}: {derived.note}")
     inv.operated = []
+    # the containers' variables from the ConfigMaps of the input, before any check reads an argument
+    resolved = {id(w): environment.resolve_workload(w, inv.config_maps) for w in inv.workloads}
+    inv.workloads = [resolved[id(w)] for w in inv.workloads]
+    inv.around.workloads = [resolved.get(id(w), w) for w in inv.around.workloads]
 
 
 def build(objects: Iterable[Mapping[str, Any]], default_namespace: str = "default") -> Inventory:

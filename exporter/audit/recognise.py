@@ -16,6 +16,9 @@ A workload is an engine workload when one of its pod's containers is an engine a
    (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
    `${REGISTRY}/vllm-openai:${TAG}` is still vLLM and an image that is only a placeholder leaves the
    decision to the command, the labels and the ports;
+4b. a known wrapper of an engine (`exporter.audit.wrappers`): Triton with the TensorRT-LLM backend (trtllm),
+   llama-swap (llamacpp), an NVIDIA NIM image (nim), by image, command, or the script or config file a
+   ConfigMap of the input mounts;
 5. a container port named after an engine (`vllm`, `sglang`, `tgi`, ...).
 
 The image (4) and port names (5) make a container an engine only when it requests an accelerator (any
@@ -43,6 +46,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from exporter.audit.wrappers import wrapper
 from exporter.engines.registry import ENGINES
 from exporter.k8s.selectors import Selector
 from exporter.k8s.workloads import Container, Workload
@@ -115,7 +119,8 @@ def named_engine(c: Container) -> str | None:
     """The engine a container's command, image or port names name; None for routers and the rest."""
     if is_router(c):
         return None
-    engine = c.engine or argv_engine(c) or image_engine(c.image)
+    wrapped = wrapper(c)
+    engine = c.engine or argv_engine(c) or (wrapped.engine if wrapped else None) or image_engine(c.image)
     if engine:
         return engine
     return next((name for name, _ in c.ports if name in ENGINES), None)
@@ -134,7 +139,8 @@ def container_engine(c: Container) -> str | None:
     """The engine a container runs: named by its command (or its operator), or by its image or port names
     when it requests an accelerator or says it serves the engine itself; None for clients, routers and the rest."""
     engine = named_engine(c)
-    if engine is None or c.gpus or c.engine or argv_engine(c) or _serves_itself(c, engine):
+    # a known wrapper starts its engine itself (llama-swap runs llama-server, Triton its backend, a NIM its own)
+    if engine is None or c.gpus or c.engine or argv_engine(c) or wrapper(c) or _serves_itself(c, engine):
         return engine
     return None
 

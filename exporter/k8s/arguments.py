@@ -7,7 +7,10 @@ flags: the audit's context limit and llm_model_info.
   unchanged. Double $$ are reduced to a single $, which allows for escaping the $(VAR_NAME) syntax");
 - the command and args are read as words, also those of a `sh -c "…"` script, quotes removed;
 - a flag's value is `--flag=value` or `--flag value`; a value the shell or a template would fill in
-  (`$MODEL`, `${MODEL}`, `{{ .Values.model }}`, an unresolved `$(VAR)`) is not known here: None.
+  (`$MODEL`, `${MODEL}`, `{{ .Values.model }}`, an unresolved `$(VAR)`) is not known here: None;
+- a variable read from another object is known once `exporter.k8s.environment` has resolved it from a
+  ConfigMap of the input; else `unknown_reason` names where it comes from (a Secret, a ConfigMap the input
+  lacks, the pod's fields), so a reader says "unknown", never "absent".
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from exporter.k8s.workloads import Container
+from exporter.k8s.workloads import Container, EnvRef
 
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 _UNRESOLVED = re.compile(r"\$|\{\{|\}\}")
@@ -60,10 +63,53 @@ def flag(found: list[str], names: Iterable[str]) -> tuple[str, str] | None:
 
 def env_value(c: Container, names: Iterable[str]) -> tuple[str, str] | None:
     """(the variable, its value) of the first of `names` the container sets, or None."""
-    wanted = set(names)
     earlier: dict[str, str] = {}  # a variable's value expands the variables defined before it
     for name, value in c.env:
-        if name in wanted:
-            return name, expand(value, earlier)
         earlier[name] = expand(value, earlier)
+    return next(((name, earlier[name]) for name in names if name in earlier), None)
+
+
+def _source(ref: EnvRef) -> str:
+    if ref.kind == "Secret":
+        return f"Secret {ref.name}, whose values are never read"
+    if ref.kind == "ConfigMap":
+        key = f" (key {ref.key})" if ref.key else " (envFrom)"
+        return f"ConfigMap {ref.name}{key}, not among the objects read"
+    return f"the pod's {ref.kind}"
+
+
+def variable_reason(c: Container, name: str) -> str:
+    """Why the variable `name` is not known: where it is read from; "" when the container sets it."""
+    if name in dict(c.env):
+        return ""
+    for ref in reversed(c.env_refs):
+        if ref.after >= 0 and ref.variable == name:
+            return f"{name} is read from {_source(ref)}"
+    sources = [_source(r) for r in c.env_refs if r.after < 0 and not r.optional and name.startswith(r.variable)]
+    if sources:
+        return f"{name} may be set by {' or '.join(sources)}"
+    return f"no variable {name} is set: $({name}) stays as written"
+
+
+def unknown_reason(c: Container, value: str) -> str:
+    """Why an argument's value is not known: the first `$(VAR)` in it the container does not set; "" for none."""
+    for match in _REFERENCE.finditer(value):
+        name = match.group(1)
+        if name is not None and (why := variable_reason(c, name)):
+            return why
+    return ""
+
+
+def env_reason(c: Container, names: Iterable[str]) -> tuple[str, str] | None:
+    """(the variable, why its value is unknown) of the first of `names` read from another object and not
+    resolved; None when none of them is."""
+    env = dict(c.env)
+    for name in names:
+        if name in env:
+            return None  # set: `env_value` reads it
+        listed = any(r.after >= 0 and r.variable == name for r in c.env_refs)
+        # an envFrom source not resolved may set it (an optional one the input lacks is read as absent)
+        sourced = any(r.after < 0 and not r.optional and name.startswith(r.variable) for r in c.env_refs)
+        if listed or sourced:
+            return name, variable_reason(c, name)
     return None

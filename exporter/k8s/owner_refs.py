@@ -25,6 +25,12 @@ OPERATORS: dict[tuple[str, str], str] = {
         "sts_reconciler.go:496-503, lws_reconciler.go:345-352: each role's Deployment, StatefulSet or "
         "LeaderWorkerSet WithOwnerReferences(... WithController(true)) to the RoleBasedGroup (its default "
         "RoleInstanceSet, roleinstanceset_reconciler.go:196-203, is no workload this reads: the chain ends there)",
+    # the pods' controller is a RayCluster (ray-project/kuberay v1.7.0 raycluster_controller.go:1753 buildHeadPod,
+    # :1800 buildWorkerPod: controllerutil.SetControllerReference(&instance, &pod, ...)), whose controller is the
+    # RayService (rayservice_controller.go:1544 constructRayClusterForRayService: ctrl.SetControllerReference(
+    # rayService, rayCluster, ...)): the RayCluster's ownerReferences are read from the cluster role's watch of them
+    ("ray.io", "RayService"): "ray-project/kuberay v1.7.0 rayservice_controller.go:1544 "
+        "constructRayClusterForRayService: ctrl.SetControllerReference(rayService, rayCluster, scheme)",
 }  # fmt: skip
 
 

@@ -7,16 +7,16 @@ the ownerReferences of objects already read, never from the operator's own resou
 
     Pod -> ReplicaSet (its name less the pod-template hash names the Deployment) -> Deployment -> owner
     Pod -> StatefulSet -> owner;   Pod of a LeaderWorkerSet (its label) -> LeaderWorkerSet -> owner
+    Pod -> RayCluster (KubeRay makes the pods itself) -> RayService
 
 `OPERATORS` (`owner_refs.py`) lists the owners followed (API group, kind); an owner of any other kind ends
 the chain, and the generated workload stands. KServe's Knative mode (a Knative Revision controls the
 Deployment) is followed by the label Knative copies onto it from the Revision, which KServe set on the Revision
 template, and KAITO's InferenceSet (a Workspace controls the StatefulSet) by the label the StatefulSet's pod
 template carries from the Workspace (`THROUGH_LABELS`). Not followed, for their chain passes an object the
-cluster role does not read: KubeRay's RayService (its pods' controller is a RayCluster) and Dynamo's
-DynamoGraphDeployment (its Deployments' controller is a DynamoComponentDeployment), nor RBG's default
-RoleInstanceSet (its pods' controller is a RoleInstance); RBG roles of a Deployment, StatefulSet or
-LeaderWorkerSet are.
+cluster role does not read: Dynamo's DynamoGraphDeployment (its Deployments' controller is a
+DynamoComponentDeployment), nor RBG's default RoleInstanceSet (its pods' controller is a RoleInstance); RBG
+roles of a Deployment, StatefulSet or LeaderWorkerSet are.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def top_owner(namespace: str, kind: str, name: str, owners: Mapping[Key, tuple[s
 
 
 def owned_record(kind: str) -> Callable[[Mapping[str, Any]], tuple[Key, tuple[str, str]] | None]:
-    """The reflector transform of a watch of `kind` (Deployment, StatefulSet, LeaderWorkerSet): the object's
+    """The reflector transform of a watch of `kind` (Deployment, StatefulSet, LeaderWorkerSet, RayCluster): the object's
     key and its operator owner, None (not kept) for a workload no operator owns."""
 
     def transform(obj: Mapping[str, Any]) -> tuple[Key, tuple[str, str]] | None:

@@ -64,6 +64,20 @@ def probe(obj: Any) -> Probe | None:
 
 
 @dataclass(frozen=True)
+class EnvRef:
+    """A variable whose value the kubelet reads from another object: an `env` entry's `valueFrom`
+    (`configMapKeyRef`, `secretKeyRef`, `fieldRef`, `resourceFieldRef`), or an `envFrom` source (every key of a
+    ConfigMap or Secret, `variable` its prefix)."""
+
+    variable: str  # the variable; an envFrom source's prefix ("" for none)
+    kind: str  # "ConfigMap", "Secret", "fieldRef", "resourceFieldRef"
+    name: str  # the ConfigMap's or Secret's name ("" for a field)
+    key: str  # the key of configMapKeyRef/secretKeyRef; "" for envFrom and fields
+    after: int  # how many literal `env` entries come before it; -1 for envFrom (the kubelet sets those first)
+    optional: bool = False
+
+
+@dataclass(frozen=True)
 class Container:
     name: str
     image: str
@@ -77,6 +91,11 @@ class Container:
     prestop: bool
     gpus: tuple[tuple[str, float], ...]  # accelerator resources requested or limited
     engine: str = ""  # the engine an operator documents it runs, where neither command nor image names it
+    # the variables read from other objects (`env` holds the literal ones), those not resolved from the input
+    env_refs: tuple[EnvRef, ...] = ()
+    mounts: tuple[tuple[str, str, str], ...] = ()  # volumeMounts: (mountPath, volume, subPath)
+    # the files of ConfigMap volumes of the input it mounts: (path in the container, text), once resolved
+    files: tuple[tuple[str, str], ...] = ()
 
     @property
     def argv(self) -> tuple[str, ...]:
@@ -90,24 +109,54 @@ def container(obj: Mapping[str, Any]) -> Container:
         for p in as_list(obj.get("ports"))
         if isinstance(p, dict)
     )
-    env = tuple(
-        (str(e.get("name")), str(e.get("value", "")))
-        for e in as_list(obj.get("env"))
-        if isinstance(e, dict) and e.get("name")
-    )
+    env: list[tuple[str, str]] = []
+    refs = [r for source in as_list(obj.get("envFrom")) if (r := _env_from(source)) is not None]
+    for e in as_list(obj.get("env")):
+        if not isinstance(e, dict) or not e.get("name"):
+            continue
+        ref = _value_from(str(e["name"]), as_dict(e.get("valueFrom")), len(env)) if "valueFrom" in e else None
+        if ref is not None:
+            refs.append(ref)
+        else:
+            env.append((str(e["name"]), str(e.get("value", ""))))
     return Container(
         str(obj.get("name") or ""),
         str(obj.get("image") or ""),
         tuple(str(a) for a in as_list(obj.get("command"))),
         tuple(str(a) for a in as_list(obj.get("args"))),
         ports,
-        env,
+        tuple(env),
         probe(obj.get("readinessProbe")),
         probe(obj.get("livenessProbe")),
         probe(obj.get("startupProbe")),
         bool(as_dict(as_dict(obj.get("lifecycle")).get("preStop"))),
         tuple(sorted(gpus.items())),
+        env_refs=tuple(refs),
+        mounts=tuple(
+            (str(m.get("mountPath") or ""), str(m.get("name") or ""), str(m.get("subPath") or ""))
+            for m in as_list(obj.get("volumeMounts"))
+            if isinstance(m, dict)
+        ),
     )
+
+
+def _env_from(source: Any) -> EnvRef | None:
+    s = as_dict(source)
+    for key, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+        ref = as_dict(s.get(key))
+        if ref.get("name"):
+            return EnvRef(str(s.get("prefix") or ""), kind, str(ref["name"]), "", -1, ref.get("optional") is True)
+    return None
+
+
+def _value_from(variable: str, value_from: Mapping[str, Any], after: int) -> EnvRef:
+    for key, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+        ref = as_dict(value_from.get(key))
+        if ref:
+            name, optional = str(ref.get("name") or ""), ref.get("optional") is True
+            return EnvRef(variable, kind, name, str(ref.get("key") or ""), after, optional)
+    kind = next((k for k in ("fieldRef", "resourceFieldRef") if k in value_from), "valueFrom")
+    return EnvRef(variable, kind, "", "", after)
 
 
 @dataclass(frozen=True)
@@ -118,6 +167,8 @@ class PodTemplate:
     init_containers: tuple[Container, ...]
     grace_period: int | None
     constraints: Constraints  # nodeSelector, required node affinity, tolerations
+    # ConfigMap volumes: (volume, ConfigMap, ((key, path), ...): its `items`, () for every key at its own name)
+    config_volumes: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
 
     @property
     def tolerations(self) -> tuple[Toleration, ...]:
@@ -146,7 +197,14 @@ def pod_template(template: Any) -> PodTemplate:
         tuple(container(c) for c in as_list(spec.get("initContainers")) if isinstance(c, dict)),
         as_int(spec.get("terminationGracePeriodSeconds")),
         scheduling.constraints(spec),
-    )
+        tuple(
+            (str(v.get("name") or ""), str(as_dict(v.get("configMap")).get("name") or ""),
+             tuple((str(i.get("key") or ""), str(i.get("path") or "")) for i in as_list(
+                 as_dict(v.get("configMap")).get("items")) if isinstance(i, dict)))
+            for v in as_list(spec.get("volumes"))
+            if isinstance(v, dict) and as_dict(v.get("configMap")).get("name")
+        ),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ def engine_pods(api: Any, config: Cluster) -> ReflectorView[startup.PodStart]:
 def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart], page_size: int = 500) -> ReplicasCollector:
     """The replicas collector over the engine-pod watch, with the HorizontalPodAutoscalers that scale them and
     the operator owner of each Deployment, StatefulSet and LeaderWorkerSet (views of the watches the audit
-    reads too: their ownerReferences, no watch of an operator's resources)."""
+    reads too: their ownerReferences) and of each RayCluster (KubeRay's pods' controller; its own watch)."""
     hpas = shared(api, "horizontalpodautoscalers", optional=True, page_size=page_size).view(
         autoscalers.autoscaler_record
     )
@@ -53,6 +53,10 @@ def replicas_collector(api: Any, pods: ReflectorView[startup.PodStart], page_siz
         ),
         "leaderworkersets": shared(api, "leaderworkersets", optional=True, page_size=page_size).view(
             owners.owned_record("LeaderWorkerSet")
+        ),
+        # KubeRay's pods are a RayCluster's, which a RayService controls: no Deployment in between
+        "rayclusters": shared(api, "rayclusters", optional=True, page_size=page_size).view(
+            owners.owned_record("RayCluster")
         ),
     }
     return ReplicasCollector(pods, hpas, workloads=workloads)

@@ -268,7 +268,7 @@ def test_a_gpu_server_of_an_unknown_engine_gets_every_engine_agnostic_check() ->
     """The same Deployment with vLLM's command and with a script the audit does not know: every engine-agnostic
     check judges both alike; the others are unknown for the unknown engine, never failed or passed."""
     known = o.engine()
-    script = o.changed(known, image="nvcr.io/nvidia/tritonserver:25.01-trtllm-python-py3",
+    script = o.changed(known, image="registry.example.com/inference/server:2.3",
                        command=["/scripts/entrypoint.sh"], args=[])  # fmt: skip
     around = inventory.build([known]).around
     ours = {f.check.id: f for f in audit_workload(inventory.build([known]).workloads[0], around)}

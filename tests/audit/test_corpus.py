@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from exporter.cli import parser
 from tests.audit.test_command import audit
@@ -130,8 +131,8 @@ EXPECTED: dict[str, dict[str, dict[str, str]]] = {
             "context-oversized": "fail",
         }
     },
-    # GKE's Gemma on Triton with the TensorRT-LLM backend, started by a script from a ConfigMap: no engine the
-    # audit knows, but one GPU and HTTP on port 8000, so it is audited as engine "unknown"
+    # GKE's Gemma on Triton with the TensorRT-LLM backend, started by a script from a ConfigMap of the same file
+    # (`launch_triton_server.py` of tensorrtllm_backend): engine trtllm, through Triton
     "gke-triton-trtllm-gemma": {
         "default/Deployment/triton-gemma-deployment": {
             **NO_AUTOSCALER, **NO_FRONTEND, **NA_MANIFEST, **NO_DRAIN,
@@ -140,14 +141,27 @@ EXPECTED: dict[str, dict[str, dict[str, str]]] = {
             "no-gpu-toleration": "unknown",  # tolerates only the key "key"
             "time-slicing-user-facing": "unknown",
             "round-robin-routing": "n/a",  # replicas: 1
-            "context-oversized": "unknown",  # engine-specific: not judged for an unknown engine
+            "context-oversized": "unknown",  # built into the TensorRT engine and config.pbtxt, not an argument
+        }
+    },
+    # OPEA's TGI on Gaudi (GenAIInfra v1.1): every setting, the context limit too, from a ConfigMap of the same
+    # file through envFrom (and an optional second one the file lacks)
+    "opea-tgi-gaudi-envfrom": {
+        "default/Deployment/tgi": {
+            **NO_AUTOSCALER, **NO_FRONTEND, **NA_MANIFEST, **NO_DRAIN,
+            "no-readiness-probe": "pass",  # tcpSocket
+            "no-startup-probe": "pass",  # 5 + 5 × 120 = 605 s
+            "no-gpu-toleration": "unknown",  # habana.ai/gaudi, no toleration
+            "time-slicing-user-facing": "unknown",
+            "round-robin-routing": "n/a",  # replicas unset: 1
+            "context-oversized": "pass",  # MAX_TOTAL_TOKENS "2048" in tgi-config
         }
     },
 }  # fmt: skip
 
 
 # The engine each audited workload runs, as the records' `engine` field gives it
-ENGINE = {"gke-triton-trtllm-gemma": "unknown", "gke-tgi-llama3-70b": "tgi"}
+ENGINE = {"gke-triton-trtllm-gemma": "trtllm", "gke-tgi-llama3-70b": "tgi", "opea-tgi-gaudi-envfrom": "tgi"}
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
@@ -163,11 +177,42 @@ def test_corpus_verdicts(case: str) -> None:
     assert {r["engine"] for r in records} == {ENGINE.get(case, "vllm")}
 
 
-def test_an_unknown_gpu_server_says_what_it_could_not_judge() -> None:
-    rc, out, _err = audit("-f", str(CORPUS / "gke-triton-trtllm-gemma"))
+def test_triton_with_the_tensorrt_llm_backend_is_trtllm_and_says_why_its_context_is_not_judged() -> None:
+    rc, out, _err = audit("-f", str(CORPUS / "gke-triton-trtllm-gemma"), "--output", "json")
+    (record,) = [r for r in json.loads(out) if r["check"] == "context-oversized"]
+    assert (rc, record["engine"], record["status"]) == (1, "trtllm", "unknown")
+    assert record["detail"] == (
+        "Triton's TensorRT-LLM backend: the context limit is built into the TensorRT engine (trtllm-build "
+        "--max_seq_len) and the model repository's config.pbtxt, which the audit does not read"
+    )
+
+
+def test_an_unknown_gpu_server_says_what_it_could_not_judge(tmp_path: Path) -> None:
+    """The same Triton Deployment without the ConfigMap its script comes from: Triton, but which backend is
+    not known (`tritonserver:2.42.0`), so a GPU server of an unknown engine."""
+    text = (CORPUS / "gke-triton-trtllm-gemma" / "deploy-triton-server.yaml").read_text(encoding="utf-8")
+    documents = [d for d in yaml.safe_load_all(text) if d and d["kind"] != "ConfigMap"]
+    (tmp_path / "deployment.yaml").write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    rc, out, _err = audit("-f", str(tmp_path / "deployment.yaml"))
     assert rc == 1
     assert "  engine not recognised: not judged: context-oversized\n" in out
     assert "1 engine workload(s) (1 of an unknown engine)" in out
+
+
+def test_a_context_limit_from_an_envfrom_configmap_is_read() -> None:
+    _rc, out, _err = audit("-f", str(CORPUS / "opea-tgi-gaudi-envfrom"), "--output", "json")
+    assert "insert-your-huggingface-token-here" not in out  # tgi-config's HF_TOKEN: read, never written out
+    (record,) = [r for r in json.loads(out) if r["check"] == "context-oversized"]
+    assert (record["status"], record["detail"]) == ("pass", "MAX_TOTAL_TOKENS 2048")  # not MAX_INPUT_LENGTH 1024
+    # the Deployment alone: the ConfigMap is not in the input, so the limit is unknown, not absent
+    text = (CORPUS / "opea-tgi-gaudi-envfrom" / "tgi_gaudi.yaml").read_text(encoding="utf-8")
+    alone = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "Deployment"]
+    rc, out, _err = audit("-f", "-", "--output", "json", stdin=yaml.safe_dump_all(alone))
+    assert rc == 1  # its failing checks: no PDB, no preStop, ...
+    (record,) = [r for r in json.loads(out) if r["check"] == "context-oversized"]
+    assert (record["status"], record["detail"]) == ("unknown", "context limit set from a variable not known here: "
+                                                    "MAX_TOTAL_TOKENS may be set by ConfigMap tgi-config (envFrom), "
+                                                    "not among the objects read")  # fmt: skip
 
 
 def test_a_client_of_an_engine_is_not_audited() -> None:

@@ -61,7 +61,9 @@ def test_the_code_scan_finds_the_watches() -> None:
                                   ("autoscaling.aibrix.ai", "podautoscalers"),
                                   ("policy", "poddisruptionbudgets"),
                                   ("route.openshift.io", "routes"),
-                                  ("inference.networking.k8s.io", "inferencepools")}  # fmt: skip
+                                  ("inference.networking.k8s.io", "inferencepools"),
+                                  # replicas: a RayCluster's controller (KubeRay's RayService)
+                                  ("ray.io", "rayclusters")}  # fmt: skip
 
 
 def test_no_code_reads_single_objects() -> None:

@@ -184,3 +184,33 @@ def test_the_live_audit_finds_the_cold_start_the_series_name_by_the_owner() -> N
     w = workloads.workload(deployment)
     assert w is not None
     assert measured.from_prometheus(_Answers())(w).cold_start_seconds == 95.0
+
+
+# KubeRay v1.7.0: the RayService's RayCluster is `<name>-<5 random>` (utils/util.go:369 GenerateRayClusterName),
+# its controller the RayService (rayservice_controller.go:1544); the head and worker pods' controller is the
+# RayCluster (raycluster_controller.go:1753, :1800), the pods named `<cluster>-head-<5>`, `<cluster>-<group>-worker-<5>`
+RAYSERVICE = ref("ray.io/v1", "RayService", "llm", "6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d")
+RAYCLUSTER = ref("ray.io/v1", "RayCluster", "llm-x7k2p", "7b8c9d0e-1f2a-4b3c-9d4e-5f6a7b8c9d0e")
+
+
+def test_kuberay_pods_name_the_rayservice_through_its_raycluster() -> None:
+    ray_labels = {"ray.io/cluster": "llm-x7k2p", "ray.io/node-type": "head", "ray.io/group": "headgroup"}
+    head = obj("Pod", "llm-x7k2p-head-8zqmv", RAYCLUSTER, labels=ray_labels)
+    worker = obj("Pod", "llm-x7k2p-gpu-group-worker-4tq9d", RAYCLUSTER,
+                 labels={**ray_labels, "ray.io/node-type": "worker", "ray.io/group": "gpu-group"})  # fmt: skip
+    assert owners.generated_of_pod(head["metadata"]) == ("RayCluster", "llm-x7k2p")
+    assert owners.generated_of_pod(worker["metadata"]) == ("RayCluster", "llm-x7k2p")
+    record = owners.owned_record("RayCluster")
+    cluster = record(obj("RayCluster", "llm-x7k2p", RAYSERVICE))
+    assert cluster == ((NS, "RayCluster", "llm-x7k2p"), ("RayService", "llm"))
+    # a RayCluster of its own, or of a RayJob (a batch job, not a serving resource), stands as the workload
+    assert record(obj("RayCluster", "batch")) is None
+    rayjob = ref("ray.io/v1", "RayJob", "eval", "8c9d0e1f-2a3b-4c4d-8e5f-6a7b8c9d0e1f")
+    assert record(obj("RayCluster", "eval-rk2fz", rayjob)) is None
+    # during a zero-downtime upgrade the RayService owns two RayClusters: both are its replicas
+    upgrade = record(obj("RayCluster", "llm-q9w3e", RAYSERVICE))
+    resolve = owned.resolver(r for r in (cluster, upgrade) if r is not None)
+    starts = [PodStart("u1", NS, "llm-x7k2p", 0.0, 1.0, 2.0, workload_kind="RayCluster"),
+              PodStart("u2", NS, "llm-q9w3e", 5.0, 6.0, None, workload_kind="RayCluster"),
+              PodStart("u3", NS, "batch", 0.0, None, None, workload_kind="RayCluster")]  # fmt: skip
+    assert [p.workload for p in owned.pods(starts, resolve)] == ["llm", "llm", "batch"]

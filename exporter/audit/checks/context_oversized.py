@@ -6,6 +6,7 @@ import re
 
 from exporter.audit.base import Check, Outcome, Subject, fail, ok, unknown
 from exporter.audit.model import Surroundings
+from exporter.audit.wrappers import Wrapper, wrapper
 from exporter.engines.registry import ENGINES
 from exporter.k8s import arguments
 from exporter.k8s.workloads import Container
@@ -28,7 +29,49 @@ def context_limit(engine: str, c: Container) -> tuple[str, int] | None:
     return None
 
 
+def unknown_limit(engine: str, c: Container) -> str:
+    """Why the context limit is not known, where it is set from a variable not resolved: "" otherwise."""
+    known = ENGINES.get(engine)
+    flags, envs = (known.context_args, known.context_env) if known is not None else ((), ())
+    given = arguments.flag(arguments.words(c), flags)
+    if given is not None:
+        why = arguments.unknown_reason(c, given[1])
+        return f"{given[0]} {given[1]}: {why}" if why else ""
+    variable = arguments.env_reason(c, envs)
+    return "" if variable is None else variable[1]
+
+
+def _wrapped(found: Wrapper, subject: Subject) -> Outcome:
+    """A wrapper's context limit: llama-swap's, the largest of its models' `llama-server` commands."""
+    if found.name != "llama-swap" or not found.commands:
+        return unknown(found.note or f"{found.name}: its engine's context limit is not read")
+    flags = ENGINES["llamacpp"].context_args
+    limits: list[tuple[int, str]] = []
+    for model, words in found.commands:
+        if not any(w.endswith("llama-server") for w in words):
+            continue
+        given = arguments.flag(list(words), flags)
+        if given is None:
+            return fail(f"llama-swap model {model}: no {'/'.join(flags)}: the model's full context is reserved")
+        digits = re.fullmatch(r"\d+", given[1])
+        if digits is None:
+            return unknown(f"llama-swap model {model}: {given[0]} {given[1]} is filled in by llama-swap")
+        limits.append((int(given[1]), f"llama-swap model {model}: {given[0]} {given[1]}"))
+    if not limits:
+        return unknown("llama-swap runs no llama-server model: no context flag known")
+    limit, said = max(limits)
+    used = subject.measured.context_tokens
+    if used is None:
+        return ok(said)
+    if limit > OVERSIZE_FACTOR * used:
+        return fail(f"{said}, over {OVERSIZE_FACTOR:g}× the {used:.0f} tokens used per request")
+    return ok(f"{said}, used {used:.0f} per request")
+
+
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
+    found_wrapper = wrapper(subject.engine_container)
+    if found_wrapper is not None and found_wrapper.name != "nim":
+        return _wrapped(found_wrapper, subject)
     engine = ENGINES.get(subject.engine)
     if engine is None and subject.engine:  # an operator's server that picks its engine itself (a NIM)
         return unknown(f"{subject.engine} chooses its engine at start-up: the audit knows no context flag for it")
@@ -36,6 +79,9 @@ def evaluate(subject: Subject, around: Surroundings) -> Outcome:
         return unknown("engine not recognised from the command or image: its context flag is unknown")
     found = context_limit(subject.engine, subject.engine_container)
     if found is None:
+        why = unknown_limit(subject.engine, subject.engine_container)
+        if why:
+            return unknown(f"context limit set from a variable not known here: {why}")
         flags = "/".join(engine.context_args)
         return fail(f"no {flags}: the engine reserves KV cache for the model's full context")
     flag, limit = found
