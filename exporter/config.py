@@ -259,7 +259,11 @@ class WatchdogPrometheus:
     replica_labels: list[str] = field(default_factory=list)
 
     def validate(self) -> list[str]:
-        errors = [f"replica_labels: {_quote(n)} is not a label name" for n in self.replica_labels if not _label(n)]
+        errors = [
+            f"replica_labels: {_quote(n)} is not a label name"
+            for n in self.replica_labels
+            if n is not typed_loader.INVALID and not _label(n)  # an ill-typed item is reported by the loader
+        ]
         if self.url and not _http_url(self.url):
             errors.append(f"url: {_quote(userinfo.masked_url(self.url))} is not an http(s) URL with a host")
         if self.bearer_token_file and (self.basic_auth.username or self.basic_auth.password_file):

@@ -120,3 +120,13 @@ def test_intervals_must_be_finite_and_in_range() -> None:
         "gpu.pod_resources_refresh_seconds: must be in (0, 3600]",
         "cluster.resync_seconds: must be in [0, 86400] (0: watches only)",
     ]
+
+
+def test_an_ill_typed_label_list_item_is_one_error_not_a_crash() -> None:
+    """Found by the config property test: a number among the watchdog's replica labels was read as a name."""
+    with pytest.raises(config.ConfigError) as err:
+        config.parse("cluster: {watchdog: {prometheus: {replica_labels: [1, replica, 'a-b']}}}\n")
+    assert err.value.errors == [
+        "cluster.watchdog.prometheus.replica_labels[0]: expected str, got int 1",
+        "cluster.watchdog.prometheus.replica_labels: 'a-b' is not a label name",
+    ]
