@@ -3,7 +3,8 @@
 # Prometheus 3 and promtool, Alertmanager, etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
 # kubectl, kwok, helm, Thanos, actionlint (which lints .github/workflows), Sloth (SLO specs), go-jsonnet
 # (the mixin) and percli (which lints the generated Perses dashboards, against the Perses plugins' schemas
-# laid out in $LLM_EXPORTER_CACHE/perses-plugins). Binaries go to
+# laid out in $LLM_EXPORTER_CACHE/perses-plugins), and last the Perses server with its web UI and plugin
+# bundles (perses-ui: npm builds, scripts/build-perses-ui.sh; the dashboard test looks at it). Binaries go to
 # $LLM_EXPORTER_CACHE/bin (default ~/.cache/llm-inference-exporter/bin);
 # a stamp per module (the hash of its go.mod and go.sum) makes a second run a no-op.
 # Only development needs this; running the exporter needs none of it. Go 1.26+ is taken from PATH or,
@@ -68,7 +69,7 @@ declare -A toolchain=([thanos]=go1.27.3)
 # slice-backed labels, not the default string-backed ones)
 declare -A tags=([thanos]=netgo,slicelabels)
 # cheapest first, so a test run that only needs Prometheus has it soonest
-order=(etcd actionlint jsonnet sloth perses perses-plugins alertmanager prometheus kwok helm kubernetes thanos)
+order=(etcd actionlint jsonnet sloth perses perses-plugins alertmanager prometheus kwok helm kubernetes thanos perses-ui)
 only=("$@")
 
 # Alertmanager's module embeds its web UI from ui/app/dist, which upstream builds with npm and which the
@@ -132,11 +133,23 @@ for module in "${order[@]}"; do
   dir="$root/tools/peers/$module"
   stamp="$bin/.$module.stamp"
   want=$( (cat "$dir/go.mod" "$dir/go.sum" $(find "$dir" -maxdepth 1 -name '*.go' | sort); echo "${ldflags[$module]:-}${tags[$module]:+ -tags ${tags[$module]}}") | sha256sum | cut -d' ' -f1)
+  if [ "$module" = perses-ui ]; then
+    # built with npm (scripts/build-perses-ui.sh): its stamp also covers the lockfiles, the stored plugin
+    # root files, the plugins' go.mod and the script itself
+    want=$( (echo "$want"; find "$dir" "$root/tools/peers/perses-plugins" -type f | sort | xargs cat;
+      cat "$root/scripts/build-perses-ui.sh") | sha256sum | cut -d' ' -f1)
+  fi
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then continue; fi
   start=$SECONDS
   echo "build-peers: building $module (first run only; the Kubernetes set takes a while on 2 cores)"
   if [ "$module" = alertmanager ]; then build_alertmanager; echo "$want" > "$stamp"; continue; fi
   if [ "$module" = perses-plugins ]; then build_perses_plugins; echo "$want" > "$stamp"; continue; fi
+  if [ "$module" = perses-ui ]; then
+    # the Perses server with its web UI and the plugins' bundles, laid into the schema folders of
+    # perses-plugins
+    [ -d "$cache/perses-plugins/prometheus/schemas" ] || build_perses_plugins
+    LLM_EXPORTER_CACHE="$cache" bash "$root/scripts/build-perses-ui.sh"; echo "$want" > "$stamp"; continue
+  fi
   for pkg in ${packages[$module]}; do
     name=$(basename "$pkg"); [ "$pkg" = "." ] && name=$module
     # -s -w: no symbol tables (smaller binaries); -X: the release's own version string, which the

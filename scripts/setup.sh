@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything the exporter and its test suite need on a Debian machine:
-# Debian packages (C and C++ compilers, make, cmake, curl, venv), then the project venv. Idempotent: a second run only checks.
+# Debian packages (C and C++ compilers, make, cmake, curl, venv, npm, Chromium), then the project venv. Idempotent: a second run only checks.
 # The vLLM CPU environment is created on first use, in a cache folder; Prometheus 3, Alertmanager and the
 # other test peers are built from pinned Go modules by scripts/build-peers.sh (`make test` runs it).
 set -euo pipefail
@@ -14,6 +14,10 @@ command -v make >/dev/null || need+=(make)
 command -v g++ >/dev/null || need+=(g++)
 command -v cmake >/dev/null || need+=(cmake)
 command -v curl >/dev/null || need+=(curl)
+# the Perses dashboard test: its UI is built with npm (scripts/build-perses-ui.sh) and looked at with a
+# headless Chromium (Debian's)
+command -v npm >/dev/null || need+=(npm)
+command -v chromium >/dev/null || need+=(chromium)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 if ! command -v kubectl >/dev/null; then need+=(kubernetes-client); fi
 if [ ${#need[@]} -gt 0 ]; then

@@ -61,3 +61,14 @@ def perses_plugins() -> Path:
     if not (path / "prometheus" / "schemas").is_dir():
         raise FileNotFoundError(f"{path}: scripts/build-peers.sh perses-plugins did not lay it out")
     return path
+
+
+def perses_ui() -> tuple[Path, Path]:
+    """The Perses server with its web UI and the plugin folder it loads (the Prometheus datasource and the panel
+    plugins, built from their published sources by scripts/build-perses-ui.sh), built first when missing."""
+    with _lock:
+        subprocess.run(["bash", str(BUILD), "perses-ui"], check=True, stdout=subprocess.DEVNULL)
+    server, plugins = bin_dir() / "perses", bin_dir().parent / "perses-ui-plugins"
+    if not server.is_file() or not (plugins / "prometheus" / "mf-manifest.json").is_file():
+        raise FileNotFoundError(f"{server}, {plugins}: scripts/build-peers.sh perses-ui did not produce them")
+    return server, plugins
