@@ -31,7 +31,7 @@ tenants = Row(
                     "{{gateway}}/{{tenant}}",
                 )
             ],
-            unit="short",
+            unit="suffix:tok/s",  # seen rendered with "short": a bare number, read as a count of tokens
             width=12,
             description="Tokens per second (prompt and generated) the gateway counted for its busiest tenants, "
             'from the usage the engines returned. tenant="other" sums the tenants past the exporter\'s '
