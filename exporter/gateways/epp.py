@@ -12,8 +12,8 @@ pkg/epp/flowcontrol/controller/controller.go:228). The flow's id is the request 
 it (v1.1.0 pkg/epp/handlers/request.go:35): the tenant. From v1.3.0 the gauge also carries `inference_pool`,
 `model_name` (the model the client asked for) and `target_model_name` (the model sent to the pool, after a
 rewrite: the engine's name, v1.3.0 pkg/epp/metrics/metrics.go:64,408); the model read is the target, else the
-asked one, else "" (v1.1.0 and v1.2: no model label). tests/fixtures/epp/PROVENANCE.json has a body written by
-the v1.5.0 metrics package.
+asked one, else "" (v1.1.0 and v1.2: no model label). tests/fixtures/epp/PROVENANCE.json has bodies written by
+the v1.1.0 and v1.5.0 metrics packages.
 
 The EPP is recognised by `inference_extension_info`, which it sets at start whatever is enabled. It serves its
 metrics over HTTP at `/metrics` on port 9090 (v1.5.0 pkg/epp/server/options.go:112), behind Kubernetes

@@ -81,11 +81,10 @@ def test_the_registry_finds_the_picker_from_its_body_and_no_other_kind_claims_it
 
 def test_before_v1_3_0_the_queue_names_no_model() -> None:
     # v1.1.0's gauge has fairness_id and priority only (pkg/epp/metrics/metrics.go:252)
-    body = (
-        "# TYPE inference_extension_flow_control_queue_size gauge\n"
-        'inference_extension_flow_control_queue_size{fairness_id="team-a",priority="0"} 3\n'
-    )
-    assert epp.read(body).queued == {("", "team-a", "0"): 3.0}
+    body = (FIXTURES / "gie-v1.1.0-flow-control.prom").read_text()
+    assert epp.read(body).queued == {("", "default-flow", "0"): 1.0, ("", "team-a", "0"): 3.0}
+    kind = registry.detect(body)
+    assert kind is not None and kind.name == "epp"
 
 
 def test_a_fairness_id_over_the_length_cap_is_counted_as_other() -> None:
