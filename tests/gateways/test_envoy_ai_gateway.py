@@ -192,7 +192,8 @@ def config_text(targets: list[dict[str, object]]) -> str:
 def test_an_unknown_kind_is_refused_naming_the_kinds(kind: str) -> None:
     with pytest.raises(config.ConfigError) as caught:
         config.parse(f"gateways: {{targets: [{{url: 'http://g:1064', kind: {kind}}}]}}")
-    assert f"gateways.targets[0].kind: '{kind}' is not one of auto, litellm, envoy_ai_gateway, epp" in caught.value.errors
+    refused = f"gateways.targets[0].kind: '{kind}' is not one of auto, litellm, envoy_ai_gateway, epp"
+    assert refused in caught.value.errors
 
 
 def test_tokens_by_request_kind_where_configured() -> None:
