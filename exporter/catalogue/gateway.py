@@ -1,5 +1,5 @@
 """Gateway metrics (node role): tokens, requests, spend and budgets per tenant, from LLM gateways (LiteLLM,
-Envoy AI Gateway).
+Envoy AI Gateway), and the requests each tenant has queued in the endpoint picker's flow control.
 
 The tenant is the first gateway label of `gateways.tenant_labels` that is set; at most
 `gateways.max_tenants_per_model` tenants per model keep their name, the rest are counted as tenant="other".
@@ -53,10 +53,18 @@ BUDGET_LIMIT = _g(
     "The budget the gateway enforces on a holder, in `currency` (scope and tenant as for the remaining budget).",
     ("gateway", "scope", "tenant", "currency"),
 )
+QUEUED = _g(
+    "llm_gateway_queued_requests",
+    "Requests of a tenant the gateway holds in its queue in front of the model's pool now (the endpoint "
+    "picker's flow control: from enqueue until dispatched, rejected or evicted; tenant: the request's fairness "
+    'id, "default-flow" without one; model: the model sent to the pool, "" where the release names none). '
+    'tenant="other": the tenants past the top N of the model by requests held, summed.',
+    (*TENANT, "priority"),
+)
 TENANTS_FOLDED = _g(
     "llm_gateway_tenants_folded",
     'Tenants of a model counted as tenant="other" at this scrape: active, but past the top '
-    "gateways.max_tenants_per_model by tokens.",
+    "gateways.max_tenants_per_model by tokens (by requests queued, for a gateway that queues).",
     ("gateway", "model"),
 )
 TENANTS_IDLE = _g(
@@ -89,6 +97,7 @@ METRICS: tuple[MetricSpec, ...] = (
     SPEND,
     BUDGET_REMAINING,
     BUDGET_LIMIT,
+    QUEUED,
     TENANTS_FOLDED,
     TENANTS_IDLE,
     SERIES_DROPPED,

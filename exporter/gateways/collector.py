@@ -23,7 +23,7 @@ from exporter.engines import parser
 from exporter.exposition import Family
 from exporter.gateways import registry
 from exporter.gateways.reading import OTHER, Budget, KindSplit, Reading
-from exporter.gateways.tenants import Folded, TenantBound
+from exporter.gateways.tenants import Folded, TenantBound, bound_queued
 from exporter.sources import http
 
 log = logging.getLogger(__name__)
@@ -112,11 +112,11 @@ def _basic(gateway: Gateway) -> tuple[str, str] | None:
     return gateway.auth
 
 
-def build_families(scraped: list[Scraped], max_budgets_per_scope: int, by_kind: bool = False) -> list[Family]:
+def build_families(scraped: list[Scraped], max_per_model: int, by_kind: bool = False) -> list[Family]:
     """The gateway families of one scrape (pure: tested with exact exposition text); the tokens with
     `request_kind` when `by_kind` (gateways.request_kind_labels set)."""
     tokens, requests, spend = Family(m.TOKENS_BY_KIND if by_kind else m.TOKENS), Family(m.REQUESTS), Family(m.SPEND)
-    remaining, limit = Family(m.BUDGET_REMAINING), Family(m.BUDGET_LIMIT)
+    remaining, limit, queued = Family(m.BUDGET_REMAINING), Family(m.BUDGET_LIMIT), Family(m.QUEUED)
     folded_f, idle_f, dropped_f = Family(m.TENANTS_FOLDED), Family(m.TENANTS_IDLE), Family(m.SERIES_DROPPED)
     up, error = Family(m.UP), Family(m.SCRAPE_ERROR)
     for s in sorted(scraped, key=lambda s: s.gateway.name):
@@ -135,7 +135,10 @@ def build_families(scraped: list[Scraped], max_budgets_per_scope: int, by_kind: 
                     requests.add((name, tenant, model, key[1]), value)
                 else:
                     spend.add((name, tenant, model, s.reading.currency), value)
-        for model, count in sorted(f.folded.items()):
+        held, folded = bound_queued(s.reading.queued, max_per_model)
+        for (model, tenant, priority), value in sorted(held.items()):
+            queued.add((name, tenant, model, priority), value)
+        for model, count in sorted((f.folded | folded).items()):
             folded_f.add((name, model), float(count))
         for model, count in sorted(f.idle.items()):
             idle_f.add((name, model), float(count))
@@ -146,15 +149,13 @@ def build_families(scraped: list[Scraped], max_budgets_per_scope: int, by_kind: 
         for scope, budgets in sorted(by_scope.items()):
             # the holders closest to running out are the ones worth a series
             budgets.sort(key=lambda b: (b.remaining if b.remaining is not None else float("inf"), b.holder))
-            if len(budgets) > max_budgets_per_scope:
-                dropped["budget_over_limit"] = (
-                    dropped.get("budget_over_limit", 0) + len(budgets) - max_budgets_per_scope
-                )
-            for b in sorted(budgets[:max_budgets_per_scope], key=lambda b: b.holder):
+            if len(budgets) > max_per_model:
+                dropped["budget_over_limit"] = dropped.get("budget_over_limit", 0) + len(budgets) - max_per_model
+            for b in sorted(budgets[:max_per_model], key=lambda b: b.holder):
                 if b.remaining is not None:
                     remaining.add((name, scope, b.holder, s.reading.currency), b.remaining)
                 if b.limit is not None:
                     limit.add((name, scope, b.holder, s.reading.currency), b.limit)
         for reason, count in sorted(dropped.items()):
             dropped_f.add((name, reason), float(count))
-    return [tokens, requests, spend, remaining, limit, folded_f, idle_f, dropped_f, up, error]
+    return [tokens, requests, spend, remaining, limit, queued, folded_f, idle_f, dropped_f, up, error]

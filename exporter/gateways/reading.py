@@ -49,6 +49,8 @@ class Reading:
     budgets: list[Budget] = field(default_factory=list)
     dropped: Counter[str] = field(default_factory=Counter)
     currency: str = ""  # of the spend and the budgets ("" when the gateway reports neither)
+    # requests held in the gateway's queue now: (model, tenant, priority) -> count (the EPP's flow control)
+    queued: dict[tuple[str, str, str], float] = field(default_factory=dict)
 
     def add(self, model: str, tenant: str, key: Key, value: float) -> None:
         values = self.counts.setdefault((model, tenant), {})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from exporter.gateways import envoy_ai_gateway, litellm
+from exporter.gateways import envoy_ai_gateway, epp, litellm
 from exporter.gateways.reading import KindSplit, Reading
 
 
@@ -21,6 +21,7 @@ class GatewayKind:
 _ALL = (
     GatewayKind("litellm", litellm.detect, litellm.read, litellm.METRICS_PATH),
     GatewayKind("envoy_ai_gateway", envoy_ai_gateway.detect, envoy_ai_gateway.read, envoy_ai_gateway.METRICS_PATH),
+    GatewayKind("epp", epp.detect, epp.read, epp.METRICS_PATH),
 )
 KINDS: dict[str, GatewayKind] = {k.name: k for k in _ALL}
 NAMES = tuple(KINDS)

@@ -79,3 +79,27 @@ class TenantBound:
         self._moved = {ident: self._moved[ident] for ident in counts}
         result.other = {model: dict(values) for model, values in self._other.items()}
         return result
+
+
+def bound_queued(
+    queued: Mapping[tuple[str, str, str], float], max_per_model: int
+) -> tuple[dict[tuple[str, str, str], float], dict[str, int]]:
+    """A gauge needs no state to bound: per model, the tenants holding most of its queue now (summed over their
+    priorities; ties by name) keep their name, the others' requests are summed as tenant "other" per priority.
+    Returns the (model, tenant, priority) values and, per model, how many tenants were folded."""
+    held: dict[str, dict[str, float]] = {}
+    for (model, tenant, _), value in queued.items():
+        tenants = held.setdefault(model, {})
+        tenants[tenant] = tenants.get(tenant, 0.0) + value
+    keep: dict[str, set[str]] = {}
+    folded: dict[str, int] = {}
+    for model, tenants in held.items():
+        ranked = sorted((t for t in tenants if t != OTHER), key=lambda t: (-tenants[t], t))
+        keep[model] = set(ranked[:max_per_model])
+        if len(ranked) > max_per_model:
+            folded[model] = len(ranked) - max_per_model
+    out: dict[tuple[str, str, str], float] = {}
+    for (model, tenant, priority), value in queued.items():
+        ident = (model, tenant if tenant in keep[model] else OTHER, priority)
+        out[ident] = out.get(ident, 0.0) + value
+    return out, folded

@@ -145,7 +145,7 @@ def test_each_body_is_detected_as_its_own_kind_only() -> None:
     assert registry.detect(VLLM) is None
     # a processor that served no request yet exposes only target_info, in every release made
     assert [registry.detect(p.read_text()) for p in sorted(DATA.glob("envoy-ai-gateway-*-idle.prom"))] == [None] * 3
-    assert config.GATEWAY_KINDS == ("auto", "litellm", "envoy_ai_gateway")
+    assert config.GATEWAY_KINDS == ("auto", "litellm", "envoy_ai_gateway", "epp")
 
 
 def test_a_base_url_is_read_where_its_kind_serves_metrics() -> None:
@@ -192,7 +192,8 @@ def config_text(targets: list[dict[str, object]]) -> str:
 def test_an_unknown_kind_is_refused_naming_the_kinds(kind: str) -> None:
     with pytest.raises(config.ConfigError) as caught:
         config.parse(f"gateways: {{targets: [{{url: 'http://g:1064', kind: {kind}}}]}}")
-    assert f"gateways.targets[0].kind: '{kind}' is not one of auto, litellm, envoy_ai_gateway" in caught.value.errors
+    refused = f"gateways.targets[0].kind: '{kind}' is not one of auto, litellm, envoy_ai_gateway, epp"
+    assert refused in caught.value.errors
 
 
 def test_tokens_by_request_kind_where_configured() -> None:
