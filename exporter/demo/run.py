@@ -36,6 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--short", action="store_true", help="a small burst (CI)")
     parser.add_argument("--vllm-version", default=vllm_env.VLLM_VERSION)
+    parser.add_argument(
+        "--hold",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="keep the engine, the exporter and Prometheus up this long after the verdicts, to look at the "
+        "dashboard on the incident (scripts/perses-screenshots.sh DIR --prometheus URL)",
+    )
 
 
 def _complete(url: str) -> None:
@@ -114,6 +122,9 @@ def run(args: argparse.Namespace) -> int:
         _silent_rename(proxy, metrics_url, prom, alerts, step)
         if prom is not None:
             verdict.paste(prom, "after the rename")
+            if args.hold > 0:
+                step(f"holding for {args.hold:.0f}s: Prometheus on {prom.url} (Ctrl-C ends it)")
+                time.sleep(args.hold)
     finally:
         if prom is not None:
             prom.stop()

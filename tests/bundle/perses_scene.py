@@ -7,7 +7,7 @@ to DIR, as docs/dashboard.md shows them."""
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -55,14 +55,27 @@ def scene(tmp: Path) -> Iterator[str]:
         gateway.close()
 
 
-def main(out: Path) -> None:
+@contextmanager
+def on(prometheus_url: str, tmp: Path) -> Iterator[str]:
+    """The Perses server with its UI on a Prometheus already running (the demo's, `llm-exporter demo --hold`)."""
+    with perses_ui.perses(tmp / "perses") as perses:
+        perses_ui.add_prometheus(perses, prometheus_url)
+        yield perses
+
+
+def main(out: Path, prometheus_url: str = "", start: str = "2m") -> None:
     out.mkdir(parents=True, exist_ok=True)
-    with TemporaryDirectory() as tmp, scene(Path(tmp)) as perses:
+    with TemporaryDirectory() as tmp, on(prometheus_url, Path(tmp)) if prometheus_url else scene(Path(tmp)) as perses:
         for i, (title, alone, height) in enumerate(perses_ui.rows(dashboard()), start=1):
-            page = perses_ui.publish(perses, alone, f"row-{i}")
+            page = perses_ui.publish(perses, alone, f"row-{i}", start=start)
             perses_ui.screenshot(page, out / f"row-{i:02d}.png", height=height)
             print(f"row-{i:02d}.png: {title}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    parser = argparse.ArgumentParser(description="PNGs of each row of the Perses dashboard")
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--prometheus", default="", help="a running Prometheus (the demo's) instead of the replay")
+    parser.add_argument("--start", default="2m", help="the time range shown, back from now (Perses' start=)")
+    args = parser.parse_args()
+    main(args.out, args.prometheus, args.start)

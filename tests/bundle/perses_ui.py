@@ -60,12 +60,12 @@ def add_prometheus(perses_url: str, prometheus_url: str) -> None:
     _post(f"{perses_url}/api/v1/globaldatasources", datasource)
 
 
-def publish(perses_url: str, dashboard: dict[str, Any], name: str) -> str:
+def publish(perses_url: str, dashboard: dict[str, Any], name: str, start: str = "2m") -> str:
     """Store `dashboard` (a generated `Dashboard`) as `name` in project llm; returns its page URL, showing the
-    last 2 minutes."""
+    last `start` (a Perses duration)."""
     doc = dict(dashboard) | {"metadata": {"name": name, "project": PROJECT}}
     _post(f"{perses_url}/api/v1/projects/{PROJECT}/dashboards", doc)
-    return f"{perses_url}/projects/{PROJECT}/dashboards/{name}?start=2m"
+    return f"{perses_url}/projects/{PROJECT}/dashboards/{name}?start={start}"
 
 
 def _chromium(url: str, *args: str, budget_ms: int = 30000) -> subprocess.CompletedProcess[str]:
