@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import tempfile
 import threading
 import time
@@ -66,7 +67,12 @@ def _line(snap: dict[str, float], elapsed: float) -> str:
     )
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # so that `finally` stops vLLM and Prometheus, as Ctrl-C does
+
+
 def run(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     step = _Steps()
     requests = 8 if args.short else args.requests
     python = vllm_env.ensure_venv(args.vllm_version, progress=step)
