@@ -50,12 +50,28 @@ NO_DATA = {
 }
 
 
+# Chromium's virtual-time budget may end, on a loaded machine, before a chart has drawn its legend: that chart
+# then reads as empty. The scene only grows, so a panel seen with data in one render has data; an error seen in
+# any render stands. A panel is judged empty only when it stayed empty through every render.
+RENDERS = 3
+_RANK = {"no data": 0, "data": 1}
+
+
+def _merged(first: dict[str, str], second: dict[str, str]) -> dict[str, str]:
+    return {t: max(first.get(t, "no data"), second.get(t, "no data"), key=lambda s: _RANK.get(s, 2)) for t in first}
+
+
 @pytest.fixture(scope="module")
 def states(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     tmp = tmp_path_factory.mktemp("perses-seen")
     with scene(tmp) as perses:
         page = perses_ui.publish(perses, dashboard(), "overview")
-        yield perses_ui.panel_states(perses_ui.dom(page))
+        seen = perses_ui.panel_states(perses_ui.dom(page))
+        for _ in range(RENDERS - 1):
+            if {t for t, s in seen.items() if s == "no data"} <= set(NO_DATA):
+                break
+            seen = _merged(seen, perses_ui.panel_states(perses_ui.dom(page)))
+        yield seen
 
 
 def test_every_panel_of_the_dashboard_is_rendered(states: dict[str, str]) -> None:
