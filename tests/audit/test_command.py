@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -23,6 +24,19 @@ def audit(*argv: str, stdin: str = "") -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     rc = run(args, out, err, io.StringIO(stdin))
     return rc, out.getvalue(), err.getvalue()
+
+
+Found = dict[tuple[str, str], dict[str, tuple[str, str | None]]]  # (kind, name) -> check -> (status, field)
+
+
+def audit_files(*paths: Path) -> tuple[int, Found, str, list[Any]]:
+    """`audit -f` of `paths` as JSON: the exit code, each workload's checks, stderr and the records."""
+    rc, out, err = audit(*(a for p in paths for a in ("-f", str(p))), "--output", "json")
+    records = json.loads(out or "[]")
+    found: Found = {}
+    for r in records:
+        found.setdefault((r["kind"], r["name"]), {})[r["check"]] = (r["status"], r["field"])
+    return rc, found, err, records
 
 
 def _write(path: Path, objs: list[o.Obj]) -> Path:

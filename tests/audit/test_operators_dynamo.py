@@ -5,7 +5,6 @@ findings on that service's fields."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 import yaml
 
 from tests.audit.test_command import audit
+from tests.audit.test_command import audit_files as _found
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "dynamo-vllm"
 SUMS = {
@@ -53,15 +53,6 @@ def expected(service: str) -> dict[str, tuple[str, str | None]]:
         "ingress-buffering": ("n/a", None),
         "context-oversized": ("fail", f"{main}.args"),  # --model only
     }
-
-
-def _found(path: Path) -> tuple[int, dict[tuple[str, str], dict[str, tuple[str, str | None]]], str, list[Any]]:
-    rc, out, err = audit("-f", str(path), "--output", "json")
-    records = json.loads(out or "[]")
-    found: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
-    for r in records:
-        found.setdefault((r["kind"], r["name"]), {})[r["check"]] = (r["status"], r["field"])
-    return rc, found, err, records
 
 
 def test_samples_are_as_published() -> None:

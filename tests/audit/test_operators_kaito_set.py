@@ -4,13 +4,12 @@ sources, findings on the InferenceSet fields to edit."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from tests.audit.test_command import audit
+from tests.audit.test_command import audit_files as _found
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "kaito-inferenceset"
 SUMS = {
@@ -38,15 +37,6 @@ COMMON = {
 UNSCALED = {c: ("n/a", SCALER) for c in ("autoscaler-utilization-signal", "autoscaler-scale-to-zero")} | {
     c: ("n/a", SCALER) for c in ("autoscaler-cooldown-short", "keda-null-as-zero")
 }
-
-
-def _found(path: Path) -> tuple[int, dict[tuple[str, str], dict[str, tuple[str, str | None]]], str, list[Any]]:
-    rc, out, err = audit("-f", str(path), "--output", "json")
-    records = json.loads(out or "[]")
-    found: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
-    for r in records:
-        found.setdefault((r["kind"], r["name"]), {})[r["check"]] = (r["status"], r["field"])
-    return rc, found, err, records
 
 
 def test_samples_are_as_published() -> None:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.audit.test_command import audit
+from tests.audit.test_command import audit_files as _found
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "kuberay-llm"
 SUMS = {
@@ -23,14 +24,6 @@ SERVE = "spec.serveConfigV2 applications[{app}].args.llm_configs[0]"
 POD = "spec.rayClusterConfig.workerGroupSpecs[gpu-group].template.spec"
 FRONTEND = {"ingress-timeout-short": ("n/a", None), "ingress-buffering": ("n/a", None)}
 MANIFEST = {"gpu-nodes-untainted": ("n/a", None), "non-gpu-pods-on-gpu-nodes": ("n/a", None)}
-
-
-def _found(*files: Path) -> tuple[int, dict[tuple[str, str], dict[str, tuple[str, str | None]]], str]:
-    rc, out, err = audit(*(a for f in files for a in ("-f", str(f))), "--output", "json")
-    found: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
-    for r in json.loads(out or "[]"):
-        found.setdefault((r["kind"], r["name"]), {})[r["check"]] = (r["status"], r["field"])
-    return rc, found, err
 
 
 def _fields(app: str, container: str) -> dict[str, str]:
@@ -53,7 +46,7 @@ def test_samples_are_as_published() -> None:
 
 
 def test_llm_serve_sample_autoscales_on_ongoing_requests_and_caps_the_context() -> None:
-    rc, found, err = _found(CORPUS / "ray-service.llm-serve.yaml")
+    rc, found, err, _ = _found(CORPUS / "ray-service.llm-serve.yaml")
     f = _fields("llms", "ray-worker")
     assert rc == 1, err
     assert found == {
@@ -81,7 +74,7 @@ def test_llm_serve_sample_autoscales_on_ongoing_requests_and_caps_the_context() 
 
 
 def test_high_throughput_sample_runs_a_fixed_count_without_a_context_cap() -> None:
-    rc, found, err = _found(CORPUS / "ray-service.high-throughput-llm.yaml")
+    rc, found, err, _ = _found(CORPUS / "ray-service.high-throughput-llm.yaml")
     f = _fields("llm_app", "llm")
     no_scaler = ("n/a", f["scaler"])
     assert rc == 1, err
@@ -129,7 +122,7 @@ def test_a_healthy_variant_fails_nothing(tmp_path: Path) -> None:
     pod["containers"][0]["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", "10"]}}}
     path = tmp_path / "rayservice.yaml"
     path.write_text(yaml.safe_dump_all([rs, PDB]))
-    rc, found, err = _found(path)
+    rc, found, err, _ = _found(path)
     assert rc == 0, err
     statuses = found[("RayService", "ray-serve-llm")]
     assert {c for c, (status, _) in statuses.items() if status in ("fail", "unknown")} == {"time-slicing-user-facing"}
@@ -188,7 +181,7 @@ def test_several_models_are_one_workload_each_and_head_gpus_serve_without_worker
     del cluster["workerGroupSpecs"]
     path = tmp_path / "rs.yaml"
     path.write_text(yaml.safe_dump(rs))
-    rc, found, err = _found(path)
+    rc, found, err, _ = _found(path)
     assert set(found) == {("RayService", "ray-serve-llm/qwen"), ("RayService", "ray-serve-llm/llama")}
     llama = found[("RayService", "ray-serve-llm/llama")]
     assert llama["context-oversized"] == (
@@ -245,7 +238,7 @@ def test_odd_cluster_shapes_are_notes_or_defaults(tmp_path: Path) -> None:
     assert "RayService default/ray-serve-llm: spec.rayClusterConfig.headGroupSpec.template has no container" in err
     rs = _serve(_sample(), _config(num_replicas="two", autoscaling_config="fast"))
     path.write_text(yaml.safe_dump(rs))
-    rc, found, err = _found(path)
+    rc, found, err, _ = _found(path)
     assert rc == 1, err
     at = "spec.serveConfigV2 applications[llms].args.llm_configs[0]"
     assert (

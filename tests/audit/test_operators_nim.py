@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 import yaml
 
 from tests.audit.test_command import audit
+from tests.audit.test_command import audit_files as _found
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "nim-operator"
 SUMS = {
@@ -45,15 +45,6 @@ HPA = {
     "fixed-replicas": ("pass", "spec.scale.hpa.minReplicas"),
     "round-robin-routing": ("fail", "spec.scale.hpa.minReplicas"),  # up to 2 behind the Service
 }
-
-
-def _found(path: Path) -> tuple[int, dict[tuple[str, str], dict[str, tuple[str, str | None]]], str, list[Any]]:
-    rc, out, err = audit("-f", str(path), "--output", "json")
-    records = json.loads(out or "[]")
-    found: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
-    for r in records:
-        found.setdefault((r["kind"], r["name"]), {})[r["check"]] = (r["status"], r["field"])
-    return rc, found, err, records
 
 
 def test_samples_are_as_published() -> None:

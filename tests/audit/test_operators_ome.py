@@ -4,13 +4,13 @@ and the sample's ClusterServingRuntime, findings on the InferenceService fields 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tests.audit.test_command import audit
+from tests.audit.test_command import audit_files as _found
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "ome-llama"
 ISVC = "llama-3-1-8b-instruct.yaml"
@@ -32,16 +32,6 @@ COMMON = {
     "ingress-timeout-short": ("n/a", None),
     "ingress-buffering": ("n/a", None),
 }
-
-
-def _found(*paths: Path) -> tuple[int, dict[tuple[str, str], dict[str, tuple[str, str | None]]], str, list[Any]]:
-    args = [a for p in paths for a in ("-f", str(p))]
-    rc, out, err = audit(*args, "--output", "json")
-    records = json.loads(out or "[]")
-    found: dict[tuple[str, str], dict[str, tuple[str, str | None]]] = {}
-    for r in records:
-        found.setdefault((r["kind"], r["name"]), {})[r["check"]] = (r["status"], r["field"])
-    return rc, found, err, records
 
 
 def _isvc() -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from tests.audit.test_command import audit
-from tests.audit.test_operators_ome import _found
+from tests.audit.test_command import audit_files as _found
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "rbg-sglang"
 ADAPTER = "(an HPA on its RoleBasedGroupScalingAdapter)"
