@@ -4,11 +4,12 @@ node Ready before the test applies anything; afterwards closed, with the test's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from exporter.audit.collector import AuditCollector
 from exporter.config import Audit, Cluster, Routes
+from exporter.exposition import render
 from exporter.replicas.collector import ReplicasCollector
 from exporter.routes.collector import RoutesCollector
 from tests.collectors import build_engine_pod_collectors
@@ -32,3 +33,21 @@ def replicas_collector(
         collector.close()
         cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
         cluster.delete_nodes([node])
+
+
+def rendered_when(collector: RoutesCollector | ReplicasCollector | AuditCollector, ns: str,
+                  holds: Callable[[str], bool], what: str) -> str:  # fmt: skip
+    """The collector's exposition once `holds` is true of it (within 120 s); on a timeout, the lines of the
+    test's namespace are printed before the failure."""
+    last = [""]
+
+    def counted() -> bool:
+        last[0] = render(collector.collect())
+        return holds(last[0])
+
+    try:
+        wait_for(counted, 120, what)
+    except AssertionError:
+        print("\n".join(line for line in last[0].splitlines() if ns in line))
+        raise
+    return last[0]

@@ -19,7 +19,7 @@ from exporter.exposition import render
 from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
-from tests.replicas.real import replicas_collector
+from tests.replicas.real import rendered_when, replicas_collector
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NODE = "ome-rbg-gpu"
@@ -105,17 +105,12 @@ def test_the_replica_series_name_the_ome_inference_service_and_the_role_based_gr
             f'llm_replica_ready{{namespace="{ns}",workload="llama-3-1-8b-instruct"}} 1',
             f'llm_replica_ready{{namespace="{ns}",workload="sglang-pd-inference"}} 1',
         ]
-        last = [""]
-
-        def counted() -> bool:
-            text = last[0] = render(collector.collect())
-            return all(w in text for w in wanted)
-
-        try:
-            wait_for(counted, 120, "each replica Ready under the resource the user edits")
-        except AssertionError:
-            print("\n".join(line for line in last[0].splitlines() if ns in line))
-            raise
+        rendered_when(
+            collector,
+            ns,
+            lambda text: all(w in text for w in wanted),
+            "each replica Ready under the resource the user edits",
+        )
         text = render(collector.collect())
         ours = [line for line in text.splitlines() if f'namespace="{ns}"' in line]
         generated = ('workload="llama-3-1-8b-instruct-engine"', 'workload="sglang-pd-inference-prefill"')

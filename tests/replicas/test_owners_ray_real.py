@@ -18,7 +18,7 @@ import yaml
 from exporter.exposition import render
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
-from tests.replicas.real import replicas_collector
+from tests.replicas.real import rendered_when, replicas_collector
 
 NODE = "ray-gpu"
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "crds"
@@ -77,17 +77,7 @@ def test_the_replica_series_name_the_rayservice_behind_the_raycluster(kube_clust
         cluster.apply(ray_pod(ns, "llm-x7k2p-head-8zqmv", "head", "headgroup", ray_cluster))
         cluster.apply(ray_pod(ns, "llm-x7k2p-gpu-group-worker-4tq9d", "worker", "gpu-group", ray_cluster))
         ready = f'llm_replica_ready{{namespace="{ns}",workload="llm"}} 2'
-        last = [""]
-
-        def counted() -> bool:
-            last[0] = render(collector.collect())
-            return ready in last[0]
-
-        try:
-            wait_for(counted, 120, "the head and worker Ready under the RayService")
-        except AssertionError:
-            print("\n".join(line for line in last[0].splitlines() if ns in line))
-            raise
+        rendered_when(collector, ns, lambda text: ready in text, "the head and worker Ready under the RayService")
         text = render(collector.collect())
         ours = [line for line in text.splitlines() if f'namespace="{ns}"' in line]
         assert ours and not [line for line in ours if 'workload="llm-x7k2p"' in line]

@@ -20,7 +20,7 @@ from exporter.exposition import render
 from tests.kube.objects import engine_deployment
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
-from tests.replicas.real import replicas_collector
+from tests.replicas.real import rendered_when, replicas_collector
 
 NODE = "owners-gpu"
 CRDS = Path(__file__).resolve().parents[1] / "fixtures" / "operator_crds"
@@ -92,20 +92,18 @@ def test_the_replica_series_name_the_inference_service_behind_the_deployment(kub
         cluster.apply(hpa(ns))
         ready = f'llm_replica_ready{{namespace="{ns}",workload="llama"}} 1'
 
-        last = [""]
-
-        def counted() -> bool:
-            text = last[0] = render(collector.collect())
-            return ready in text and any(
-                f'namespace="{ns}",workload="llama",autoscaler="llama-predictor"' in line
-                for line in series(text, "llm_autoscaler_max_replicas")
-            )
-
-        try:
-            wait_for(counted, 120, "the replica Ready under the InferenceService, its HPA too")
-        except AssertionError:
-            print("\n".join(line for line in last[0].splitlines() if ns in line))
-            raise
+        rendered_when(
+            collector,
+            ns,
+            lambda text: (
+                ready in text
+                and any(
+                    f'namespace="{ns}",workload="llama",autoscaler="llama-predictor"' in line
+                    for line in series(text, "llm_autoscaler_max_replicas")
+                )
+            ),
+            "the replica Ready under the InferenceService, its HPA too",
+        )
         text = render(collector.collect())
         ours = [line for line in text.splitlines() if f'namespace="{ns}"' in line]
         assert ours and not [line for line in ours if 'workload="llama-predictor"' in line]
@@ -152,18 +150,8 @@ def test_knative_mode_names_the_inference_service_at_the_end_of_the_knative_chai
     with replicas_collector(cluster, ns, NODE) as collector:
         cluster.apply(deployment)
         ready = f'llm_replica_ready{{namespace="{ns}",workload="qwen"}} 1'
-        last = [""]
-
-        def counted() -> bool:
-            last[0] = render(collector.collect())
-            return ready in last[0]
-
-        try:
-            wait_for(counted, 120, "the replica Ready under the InferenceService")
-        except AssertionError:
-            print("\n".join(line for line in last[0].splitlines() if ns in line))
-            raise
-        ours = [line for line in last[0].splitlines() if f'namespace="{ns}"' in line]
+        text = rendered_when(collector, ns, lambda text: ready in text, "the replica Ready under the InferenceService")
+        ours = [line for line in text.splitlines() if f'namespace="{ns}"' in line]
         assert not [line for line in ours if 'workload="qwen-predictor-00001-deployment"' in line]
 
 
@@ -197,16 +185,6 @@ def test_an_inference_sets_workspace_statefulset_names_the_inference_set(kube_cl
     with replicas_collector(cluster, ns, NODE) as collector:
         cluster.apply(sts)
         ready = f'llm_replica_ready{{namespace="{ns}",workload="phi-4"}} 1'
-        last = [""]
-
-        def counted() -> bool:
-            last[0] = render(collector.collect())
-            return ready in last[0]
-
-        try:
-            wait_for(counted, 120, "the replica Ready under the InferenceSet")
-        except AssertionError:
-            print("\n".join(line for line in last[0].splitlines() if ns in line))
-            raise
-        ours = [line for line in last[0].splitlines() if f'namespace="{ns}"' in line]
+        text = rendered_when(collector, ns, lambda text: ready in text, "the replica Ready under the InferenceSet")
+        ours = [line for line in text.splitlines() if f'namespace="{ns}"' in line]
         assert not [line for line in ours if 'workload="phi-4-x7k2p"' in line]
