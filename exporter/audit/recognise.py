@@ -16,9 +16,10 @@ A workload is an engine workload when one of its pod's containers is an engine a
    (`{{ .Values.image }}`, `${IMAGE}`, `$(TAG)`) are removed first, so
    `${REGISTRY}/vllm-openai:${TAG}` is still vLLM and an image that is only a placeholder leaves the
    decision to the command, the labels and the ports;
-4b. a known wrapper of an engine (`exporter.audit.wrappers`): Triton with the TensorRT-LLM backend (trtllm),
-   llama-swap (llamacpp), an NVIDIA NIM image (nim), by image, command, or the script or config file a
-   ConfigMap of the input mounts;
+4b. a known wrapper of an engine (`exporter.audit.wrappers`): Triton with the TensorRT-LLM backend (trtllm) or
+   the vLLM backend (vllm), llama-swap (llamacpp), an NVIDIA NIM (nim: its image, also from a mirror, its
+   variables, mounts or program), by image, command, or the script or config file a ConfigMap of the input
+   mounts;
 5. a container port named after an engine (`vllm`, `sglang`, `tgi`, ...).
 
 The image (4) and port names (5) make a container an engine only when it requests an accelerator (any

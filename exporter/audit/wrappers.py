@@ -9,22 +9,45 @@ ConfigMap mounts, each with the engine it runs and where that engine's settings 
   context limit is built into the TensorRT engine (`trtllm-build --max_seq_len`) and the model repository's
   `config.pbtxt`, not an argument: not judged. Triton's metrics are its own (`nv_inference_*`,
   `nv_trt_llm_*`), not trtllm-serve's.
+- Triton Inference Server with the vLLM backend (github.com/triton-inference-server/vllm_backend, r25.12
+  231d53f78ba64860228c3a5a36f6528b92431e7a): `tritonserver` with `vllm` (or `vllm<version>`) among its image's
+  words (`nvcr.io/nvidia/tritonserver:<yy.mm>-vllm-python-py3`, README.md "Option 1"), or with a
+  `config.pbtxt` of the input saying `backend: "vllm"`. Engine `vllm`, its arguments each model's
+  `model.json` (`exporter.audit.model_repository`) where a ConfigMap of the input mounts it, else not judged.
+  The backend reports a few `vllm:*` series (token counters and the latency histograms, labelled `model` and
+  `version`; no running, waiting or KV-cache gauge: src/utils/metrics.py:37-83) on Triton's metrics port
+  (8002) only where the model's config.pbtxt sets the parameter `REPORT_CUSTOM_METRICS` to "true" and
+  model.json leaves `disable_log_stats` false (src/model.py:186-189, README.md "Triton Metrics").
 - llama-swap (github.com/mostlygeek/llama-swap, v250 60226b63776efac11e15828abe0bb302ec259699): image
   `ghcr.io/mostlygeek/llama-swap:<tag>` or the `llama-swap` command, started as
   `/app/llama-swap -config /app/config.yaml` (docker/llama-swap.Containerfile:49); its config file lists one
   `cmd` per model (`models.<name>.cmd: llama-server ...`), read from the ConfigMap mounted at the config path.
   Engine `llamacpp`, its arguments those of each model's `llama-server` command.
-- NVIDIA NIM (an image of `nvcr.io/nim/`): engine `nim`, which picks its backend at start-up.
+- NVIDIA NIM: engine `nim`, which picks its backend at start-up. Recognised by what the container shows,
+  whatever registry it is pulled from: an image of `nvcr.io/nim/`, or a mirror keeping NGC's layout
+  `<registry>/…/nim/<publisher>/<model>`; a variable only a NIM reads (`NIM_CACHE_PATH`, `NIM_SERVER_PORT`:
+  NVIDIA/k8s-nim-operator v3.1.2 f9e3047e0bf40eea8f195d3b73c83432f75d983a
+  api/apps/v1alpha1/nimservice_types.go:302-357 `GetStandardEnv`, and NVIDIA/nim-deploy's nim-llm chart 1.1.2
+  be34031ce621188ab9321949ca4da49b5dc78529 helm/nim-llm/templates/deployment.yaml:170-185;
+  `NIM_SERVED_MODEL_NAME`, `NIM_MODEL_PROFILE`: docs.nvidia.com/nim/large-language-models configuration);
+  a mount under `/opt/nim/` (its cache, `/opt/nim/.cache` by default, same docs); or NIM's own program (a
+  path under `/opt/nim/`, `nim_llm_sdk`, as the operator's multi-node command runs it,
+  nimservice_types.go:68-71; the chart's legacy `nemollm_inference_ms`, deployment.yaml:109). Not port 8000
+  or `/v1/health/ready` (vLLM's port too, and a probe path says what is probed, not what runs), nor
+  `NGC_API_KEY` (NeMo, Riva and Triton images pull from NGC too), nor a client's `NIM_ENDPOINT`.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import yaml
 
 from exporter import hostile
+from exporter.audit import model_repository
+from exporter.engines.registry import ENGINES
 from exporter.k8s import arguments
 from exporter.k8s.images import tag
 from exporter.k8s.workloads import Container
@@ -33,15 +56,26 @@ LLAMA_SWAP_CONFIG = "/app/config.yaml"  # mostlygeek/llama-swap v250 docker/llam
 _WORDS = re.compile(r"[/\-_.:@\s]+")
 # the backend's own scripts and tritonserver's backend option; not genai-perf's `--backend tensorrtllm` (a client)
 _TRITON_TRTLLM = re.compile(r"launch_triton_server\.py|tensorrtllm_backend|--backend-config[= ]tensorrtllm")
+_VLLM_WORD = re.compile(r"^vllm\d*$")  # `vllm`, or `vllm0` of a tag `…-vllm0.10.1`
+# variables a NIM reads and neither vLLM nor SGLang does (see the module's docstring for where each is from)
+NIM_VARIABLES = frozenset({"NIM_CACHE_PATH", "NIM_SERVER_PORT", "NIM_SERVED_MODEL_NAME", "NIM_MODEL_PROFILE"})
+NIM_HOME = "/opt/nim/"
+_NIM_PROGRAMS = re.compile(r"\bnim_llm_sdk\b|\bnemollm_inference_ms\b")
+
+Models = model_repository.Models
 
 
 @dataclass(frozen=True)
 class Wrapper:
     name: str  # "triton", "llama-swap", "nim"
     engine: str
-    # llama-swap: each model's name and the words of its command; () where the config is not in the input
-    commands: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # each model's name and its engine's settings as words: llama-swap, the `llama-server` command of its config;
+    # Triton's vLLM backend, each model.json's keys and values. () where they are not in the input
+    models: Models = ()
     note: str = ""  # why a wrapped engine's settings are not read ("" when they are)
+    label: str = ""  # how a model is named in a finding: "llama-swap model", "Triton model"
+    context_args: tuple[str, ...] = ()  # the settings among a model's words that limit its context
+    filled_in: str = ""  # why a setting that is no number is not judged
 
 
 def _image_words(image: str) -> list[str]:
@@ -54,26 +88,54 @@ def scripts(c: Container) -> str:
     return "\n".join(text for path, text in c.files if path in named)
 
 
-def _llama_swap_commands(c: Container) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], str]:
+def _llama_swap(c: Container) -> Wrapper:
+    found = Wrapper("llama-swap", "llamacpp", label="llama-swap model", context_args=ENGINES["llamacpp"].context_args,
+                    filled_in="is filled in by llama-swap")  # fmt: skip
     words = arguments.words(c)
     given = arguments.flag(words, ("-config", "--config"))
     path = given[1] if given else dict(c.env).get("LLAMA_SWAP_CONFIG", LLAMA_SWAP_CONFIG)
     text = next((t for p, t in c.files if p == path), None)
     if text is None:
-        return (), f"llama-swap's config {path} is not among the objects read: its models' commands are unknown"
+        why = f"llama-swap's config {path} is not among the objects read: its models' commands are unknown"
+        return replace(found, note=why)
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError:
-        return (), f"llama-swap's config {path} is not YAML"
+        return replace(found, note=f"llama-swap's config {path} is not YAML")
     except hostile.BUILD_ERRORS:
-        return (), f"llama-swap's config {path} is not YAML"
+        return replace(found, note=f"llama-swap's config {path} is not YAML")
     models = config.get("models") if isinstance(config, dict) else None
     out = []
     for name, model in (models or {}).items() if isinstance(models, dict) else ():
         cmd = model.get("cmd") if isinstance(model, dict) else None
         if isinstance(cmd, str):
-            out.append((str(name), tuple(w.strip("\"'") for w in cmd.split() if w.strip("\"'"))))
-    return tuple(out), ""
+            said = tuple(w.strip("\"'") for w in cmd.split() if w.strip("\"'"))
+            if any(w.endswith("llama-server") for w in said):  # not an sd-server or whisper model
+                out.append((str(name), said))
+    note = "" if out else "llama-swap runs no llama-server model: no context flag known"
+    return replace(found, models=tuple(out), note=note)
+
+
+def _triton_vllm(c: Container) -> Wrapper:
+    models, note = model_repository.vllm_models(c)
+    return Wrapper("triton", "vllm", models, note, label="Triton model", context_args=("max_model_len",),
+                   filled_in="in model.json is no number of tokens")  # fmt: skip
+
+
+def is_nim(c: Container) -> bool:
+    """Whether the container shows it is a NIM: its image's path, a NIM's variables, mounts or program."""
+    path = c.image.partition("@")[0].lower()
+    parts = (path.rpartition(":")[0] if ":" in path.rsplit("/", 1)[-1] else path).split("/")
+    variables = {name for name, _ in c.env} | {r.variable for r in c.env_refs if r.after >= 0}
+    program = c.argv[0] if c.argv else ""
+    return (
+        path.startswith("nvcr.io/nim/")
+        or (len(parts) >= 4 and parts[-3] == "nim")  # <registry>/…/nim/<publisher>/<model>
+        or bool(variables & NIM_VARIABLES)
+        or any(posixpath.normpath(mount).startswith(NIM_HOME) for mount, _, _ in c.mounts)
+        or program.startswith(NIM_HOME)
+        or bool(_NIM_PROGRAMS.search(" ".join(c.argv)))
+    )
 
 
 def wrapper(c: Container) -> Wrapper | None:
@@ -82,8 +144,7 @@ def wrapper(c: Container) -> Wrapper | None:
     argv = " ".join(c.argv)
     first = c.argv[0].rsplit("/", 1)[-1] if c.argv else ""  # the program: not a client's `--url http://llama-swap`
     if "llama swap" in " ".join(words) or first == "llama-swap":
-        commands, note = _llama_swap_commands(c)
-        return Wrapper("llama-swap", "llamacpp", commands, note)
+        return _llama_swap(c)
     script = scripts(c)
     triton = "tritonserver" in words or first == "tritonserver" or "launch_triton_server.py" in argv + script
     client = "sdk" in _WORDS.split(tag(c.image).lower())  # `tritonserver:<yy.mm>-py3-sdk`: the client tools
@@ -91,6 +152,8 @@ def wrapper(c: Container) -> Wrapper | None:
         return Wrapper("triton", "trtllm", note="Triton's TensorRT-LLM backend: the context limit is built into "
                        "the TensorRT engine (trtllm-build --max_seq_len) and the model repository's config.pbtxt, "
                        "which the audit does not read")  # fmt: skip
-    if c.image.lower().startswith("nvcr.io/nim/"):
+    if triton and not client and (any(_VLLM_WORD.match(w) for w in words) or model_repository.says_vllm(c)):
+        return _triton_vllm(c)
+    if is_nim(c):
         return Wrapper("nim", "nim")
     return None

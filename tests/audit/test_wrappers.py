@@ -129,3 +129,122 @@ def test_a_client_of_llama_swap_is_no_engine() -> None:
     assert wrapper(client) is None
     server = {"name": "s", "image": "registry.example.com/llm:1", "command": ["/app/llama-swap", "-config", "/c.yaml"]}
     assert wrapper(workloads.container(server)) is not None
+
+
+TRITON_VLLM = Path(__file__).resolve().parents[1] / "fixtures" / "triton_vllm" / "vllm_model"
+
+
+def sample(name: str) -> str:
+    return (TRITON_VLLM / name).read_text(encoding="utf-8")
+
+
+def test_the_triton_vllm_sample_is_as_published() -> None:
+    assert [
+        hashlib.sha256((TRITON_VLLM / name).read_bytes()).hexdigest() for name in ("config.pbtxt", "1/model.json")
+    ] == [
+        "580eeaf49604f7e2635e0c76fb1405dfe585fee0ed7019ba2e9b2b5fdbb2d214",
+        "e14a4378937c44630a6fa361d319644fbd1176d6924ab875a6addf97aa469f1a",
+    ]
+
+
+def triton_vllm(files: dict[str, str] | None, image: str = "nvcr.io/nvidia/tritonserver:25.12-vllm-python-py3",
+                repository: str = "/models") -> list[Obj]:  # fmt: skip
+    """tritonserver as vllm_backend's README starts it, its model repository a ConfigMap whose keys `items` place
+    at `<model>/config.pbtxt` and `<model>/<version>/model.json` (a ConfigMap's keys hold no `/`)."""
+    items = [{"key": path.replace("/", "."), "path": path} for path in files or {}]
+    objs = [deployment({"name": "triton", "image": image,
+                        "command": ["tritonserver", f"--model-repository={repository}"],
+                        "volumeMounts": [{"name": "models", "mountPath": "/models"}]},
+                       [{"name": "models", "configMap": {"name": "models", "items": items}}])]  # fmt: skip
+    if files is not None:
+        data = {path.replace("/", "."): text for path, text in files.items()}
+        objs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "models", "namespace": NS},
+                     "data": data})  # fmt: skip
+    return objs
+
+
+def test_triton_vllm_reads_max_model_len_from_each_model_json() -> None:
+    published = {"vllm_model/config.pbtxt": sample("config.pbtxt"), "vllm_model/1/model.json": sample("1/model.json")}
+    # the published sample sets no max_model_len: vLLM reserves the model's own context
+    assert context(triton_vllm(published)) == (
+        "vllm", "fail", "Triton model vllm_model: no max_model_len: the model's full context is reserved")  # fmt: skip
+    sized = {**published, "vllm_model/1/model.json": sample("1/model.json").replace(
+        '"enforce_eager": true', '"enforce_eager": true,\n    "max_model_len": 8192')}  # fmt: skip
+    assert context(triton_vllm(sized)) == ("vllm", "pass", "Triton model vllm_model: max_model_len 8192")
+    over = "Triton model vllm_model: max_model_len 8192, over 4× the 1000 tokens used per request"
+    assert context(triton_vllm(sized), used=1000.0) == ("vllm", "fail", over)
+    # the generic image with the vLLM backend installed: the config.pbtxt says which backend
+    assert context(triton_vllm(sized, image="nvcr.io/nvidia/tritonserver:25.12-py3"))[:2] == ("vllm", "pass")
+    # Triton serves a model's highest version; a model of another backend beside it is not vLLM's
+    versions = {**sized, "vllm_model/2/model.json": '{"model": "facebook/opt-125m", "max_model_len": 2048}',
+                "onnx_model/config.pbtxt": 'backend: "onnxruntime"', "onnx_model/1/model.json": "{}"}  # fmt: skip
+    assert context(triton_vllm(versions))[2] == "Triton model vllm_model: max_model_len 2048"
+
+
+def test_triton_vllm_without_its_model_json_is_unknown_not_absent() -> None:
+    on_s3 = triton_vllm(None, repository="s3://models/model_repository")
+    assert context(on_s3) == ("vllm", "unknown", "Triton with vLLM: each model's engine arguments (max_model_len; "
+                              "the vLLM backend's <model>/<version>/model.json) are in the model repository "
+                              "s3://models/model_repository, not among the objects read")  # fmt: skip
+    broken = triton_vllm({"vllm_model/config.pbtxt": sample("config.pbtxt"), "vllm_model/1/model.json": "{"})
+    assert context(broken)[1:] == ("unknown", "Triton's vLLM backend: /models/vllm_model/1/model.json is not JSON")
+    number = triton_vllm({"m/1/model.json": '{"max_model_len": "auto"}'})
+    assert context(number)[1:] == ("unknown", "Triton model m: max_model_len auto in model.json is no number of tokens")
+
+
+def test_triton_with_another_backend_or_its_client_is_not_vllm() -> None:
+    python = triton_vllm({"m/config.pbtxt": 'backend: "python"', "m/1/model.py": "import vllm"},
+                         image="nvcr.io/nvidia/tritonserver:25.12-py3")  # fmt: skip
+    assert context(python)[0] == "unknown"  # a GPU server whose engine is not recognised
+    # a version after the word, as a custom build tags it
+    custom = workloads.container({"name": "t", "image": "registry.example.com/tritonserver:24.08-vllm0.5.3",
+                                  "args": ["tritonserver", "--model-store", "/models"]})  # fmt: skip
+    found = wrapper(custom)
+    assert found is not None and (found.name, found.engine) == ("triton", "vllm")
+    assert found.note.endswith("are in the model repository /models, not among the objects read")
+    sdk = workloads.container({"name": "perf", "image": "nvcr.io/nvidia/tritonserver:25.12-py3-sdk",
+                               "command": ["genai-perf", "profile", "-m", "vllm_model", "--backend",
+                                           "vllm"]})  # fmt: skip
+    assert wrapper(sdk) is None
+
+
+def nim_found(**container: Any) -> bool:
+    found = wrapper(workloads.container({"name": "llm", "image": "registry.example.com/llm:1.3.3", **container}))
+    return found is not None and (found.name, found.engine) == ("nim", "nim")
+
+
+def test_a_nim_pulled_from_a_mirror_is_a_nim() -> None:
+    mirrored = {"name": "nim", "image": "registry.example.com/nim/meta/llama-3.1-8b-instruct:1.3.3"}
+    assert context([deployment(mirrored)]) == (
+        "nim", "unknown", "nim chooses its engine at start-up: the audit knows no context flag for it")  # fmt: skip
+    for image in (
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/nim/meta/llama-3.1-8b-instruct:1.3.3",
+        "artifactory.example.com/nvcr-remote/nim/nvidia/llama-3.3-nemotron-super-49b-v1@sha256:" + "0" * 64,
+    ):
+        assert nim_found(image=image), image
+    # a flattened mirror: what the container carries says it, as NIM's Helm chart and operator set it
+    key = {"secretKeyRef": {"name": "ngc-api", "key": "NGC_API_KEY"}}
+    assert nim_found(
+        env=[{"name": "NIM_CACHE_PATH", "value": "/model-store"}, {"name": "NGC_API_KEY", "valueFrom": key}]
+    )
+    assert nim_found(env=[{"name": "NIM_MODEL_PROFILE", "valueFrom": {"configMapKeyRef": {"name": "p", "key": "k"}}}])
+    assert nim_found(env=[{"name": "NIM_SERVED_MODEL_NAME", "value": "llama"}])
+    assert nim_found(volumeMounts=[{"name": "cache", "mountPath": "/opt/nim/.cache"}])
+    assert nim_found(command=["/opt/nim/llm/.venv/bin/python3", "-m", "nim_llm_sdk.entrypoints.openai.api_server"])
+    assert nim_found(command=["nemollm_inference_ms", "--model_name", "llama", "--num_gpus", "1"])
+
+
+def test_no_nim_signal_on_a_plain_vllm_or_a_client_of_a_nim() -> None:
+    """Port 8000, a /cache mount, an NGC key or a NIM's address are no NIM: vLLM and NIM clients have them too."""
+    vllm = {"name": "vllm", "image": "vllm/vllm-openai:v0.10.1", "command": ["vllm", "serve", "Qwen/Qwen3-8B"],
+            "ports": [{"containerPort": 8000}], "volumeMounts": [{"name": "cache", "mountPath": "/root/.cache"}],
+            "env": [{"name": "NGC_API_KEY", "valueFrom": {"secretKeyRef": {"name": "ngc", "key": "key"}}}],
+            "readinessProbe": {"httpGet": {"path": "/v1/health/ready", "port": 8000}}}  # fmt: skip
+    assert wrapper(workloads.container(vllm)) is None
+    assert context([deployment(vllm)])[:2] == ("vllm", "fail")
+    client = {"name": "rag", "image": "registry.example.com/rag-server:2.0",
+              "env": [{"name": "NIM_ENDPOINT", "value": "http://llm:8000/v1"},
+                      {"name": "NIM_MODEL_NAME", "value": "m"}]}  # fmt: skip
+    assert wrapper(workloads.container(client)) is None
+    # a registry folder named nim holding vLLM's image is not NIM's layout
+    assert not nim_found(image="registry.example.com/nim/vllm-openai:v0.10.1")

@@ -42,23 +42,19 @@ def unknown_limit(engine: str, c: Container) -> str:
 
 
 def _wrapped(found: Wrapper, subject: Subject) -> Outcome:
-    """A wrapper's context limit: llama-swap's, the largest of its models' `llama-server` commands."""
-    if found.name != "llama-swap" or not found.commands:
+    """A wrapper's context limit: the largest of its models' (llama-swap's `llama-server` commands, the
+    `max_model_len` of each model.json of Triton's vLLM backend)."""
+    if found.note or not found.models:
         return unknown(found.note or f"{found.name}: its engine's context limit is not read")
-    flags = ENGINES["llamacpp"].context_args
     limits: list[tuple[int, str]] = []
-    for model, words in found.commands:
-        if not any(w.endswith("llama-server") for w in words):
-            continue
-        given = arguments.flag(list(words), flags)
+    for model, words in found.models:
+        given = arguments.flag(list(words), found.context_args)
         if given is None:
-            return fail(f"llama-swap model {model}: no {'/'.join(flags)}: the model's full context is reserved")
-        digits = re.fullmatch(r"\d+", given[1])
-        if digits is None:
-            return unknown(f"llama-swap model {model}: {given[0]} {given[1]} is filled in by llama-swap")
-        limits.append((int(given[1]), f"llama-swap model {model}: {given[0]} {given[1]}"))
-    if not limits:
-        return unknown("llama-swap runs no llama-server model: no context flag known")
+            setting = "/".join(found.context_args)
+            return fail(f"{found.label} {model}: no {setting}: the model's full context is reserved")
+        if re.fullmatch(r"\d+", given[1]) is None:
+            return unknown(f"{found.label} {model}: {given[0]} {given[1]} {found.filled_in}")
+        limits.append((int(given[1]), f"{found.label} {model}: {given[0]} {given[1]}"))
     limit, said = max(limits)
     used = subject.measured.context_tokens
     if used is None:
