@@ -25,16 +25,20 @@ ConfigMap mounts, each with the engine it runs and where that engine's settings 
   Engine `llamacpp`, its arguments those of each model's `llama-server` command.
 - NVIDIA NIM: engine `nim`, which picks its backend at start-up. Recognised by what the container shows,
   whatever registry it is pulled from: an image of `nvcr.io/nim/`, or a mirror keeping NGC's layout
-  `<registry>/…/nim/<publisher>/<model>`; a variable only a NIM reads (`NIM_CACHE_PATH`, `NIM_SERVER_PORT`:
-  NVIDIA/k8s-nim-operator v3.1.2 f9e3047e0bf40eea8f195d3b73c83432f75d983a
-  api/apps/v1alpha1/nimservice_types.go:302-357 `GetStandardEnv`, and NVIDIA/nim-deploy's nim-llm chart 1.1.2
-  be34031ce621188ab9321949ca4da49b5dc78529 helm/nim-llm/templates/deployment.yaml:170-185;
-  `NIM_SERVED_MODEL_NAME`, `NIM_MODEL_PROFILE`: docs.nvidia.com/nim/large-language-models configuration);
-  a mount under `/opt/nim/` (its cache, `/opt/nim/.cache` by default, same docs); or NIM's own program (a
-  path under `/opt/nim/`, `nim_llm_sdk`, as the operator's multi-node command runs it,
-  nimservice_types.go:68-71; the chart's legacy `nemollm_inference_ms`, deployment.yaml:109). Not port 8000
-  or `/v1/health/ready` (vLLM's port too, and a probe path says what is probed, not what runs), nor
-  `NGC_API_KEY` (NeMo, Riva and Triton images pull from NGC too), nor a client's `NIM_ENDPOINT`.
+  `<registry>/…/nim/<publisher>/<model>`; a variable only a NIM reads: `NIM_CACHE_PATH` and `NIM_SERVER_PORT`
+  (NVIDIA/k8s-nim-operator v3.1.2 f9e3047e0bf40eea8f195d3b73c83432f75d983a
+  api/apps/v1alpha1/nimservice_types.go:302-357 `GetStandardEnv`; NVIDIA/nim-deploy's nim-llm chart 1.1.2,
+  be34031ce621188ab9321949ca4da49b5dc78529 helm/nim-llm/templates/deployment.yaml:170-185), `NIM_MODEL_PROFILE`
+  and `NIM_SERVED_MODEL_NAME` (nim-deploy 3c6bcbd05f0c70612d2ed96112248e623035ed05
+  cloud-service-providers/aws/blueprints/rag-blueprint-eks/helm/values.yaml:517-519, the nim-llm container's
+  env; cloud-service-providers/google-cloud/vertexai/python/multi-llm-nim-vertexai.ipynb:379, `docker run -e`
+  of a NIM); a mount under `/opt/nim/` (its cache, `/opt/nim/.cache` by default: nim-deploy
+  cloud-service-providers/aws/sagemaker/s3_nim_sagemaker/README.md:43); or NIM's own program (a path under
+  `/opt/nim/`, `nim_llm_sdk`, as the operator's multi-node command runs it, nimservice_types.go:66-72; the
+  chart's legacy `nemollm_inference_ms`, deployment.yaml:109). Not port 8000 or `/v1/health/ready` (vLLM's port
+  too, and a probe path says what is probed, not what runs), nor `NGC_API_KEY` (NeMo, Riva and Triton images
+  pull from NGC too), nor `NIM_ENDPOINT` or `NIM_MODEL_NAME`, which a NIM's clients carry (nim-deploy
+  cloud-service-providers/azure/workshops/aiq-rag-blueprint/manifests/rag-sweep-job.yaml:19, a benchmark).
 """
 
 from __future__ import annotations

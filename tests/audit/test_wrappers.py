@@ -188,6 +188,11 @@ def test_triton_vllm_without_its_model_json_is_unknown_not_absent() -> None:
                               "s3://models/model_repository, not among the objects read")  # fmt: skip
     broken = triton_vllm({"vllm_model/config.pbtxt": sample("config.pbtxt"), "vllm_model/1/model.json": "{"})
     assert context(broken)[1:] == ("unknown", "Triton's vLLM backend: /models/vllm_model/1/model.json is not JSON")
+    # hostile input: nesting past the parser's recursion, digits past int()'s limit, read as unknown
+    deep = triton_vllm({"m/1/model.json": "[" * 100_000})
+    assert context(deep)[1:] == ("unknown", "Triton's vLLM backend: /models/m/1/model.json is not JSON")
+    huge = triton_vllm({"m/1/model.json": '{"max_model_len": "' + "9" * 5000 + '"}'})
+    assert context(huge)[1] == "unknown" and context(huge)[2].endswith("9 in model.json is no number of tokens")
     number = triton_vllm({"m/1/model.json": '{"max_model_len": "auto"}'})
     assert context(number)[1:] == ("unknown", "Triton model m: max_model_len auto in model.json is no number of tokens")
 

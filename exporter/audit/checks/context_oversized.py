@@ -52,7 +52,7 @@ def _wrapped(found: Wrapper, subject: Subject) -> Outcome:
         if given is None:
             setting = "/".join(found.context_args)
             return fail(f"{found.label} {model}: no {setting}: the model's full context is reserved")
-        if re.fullmatch(r"\d+", given[1]) is None:
+        if re.fullmatch(r"\d{1,18}", given[1]) is None:  # no count of tokens has more digits
             return unknown(f"{found.label} {model}: {given[0]} {given[1]} {found.filled_in}")
         limits.append((int(given[1]), f"{found.label} {model}: {given[0]} {given[1]}"))
     limit, said = max(limits)
