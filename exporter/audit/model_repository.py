@@ -40,9 +40,10 @@ def backend(config: str) -> str | None:
     return found.group(1) if found else None
 
 
-def repositories(c: Container) -> tuple[str, ...]:
-    """The model repositories `tritonserver`'s arguments name (`--model-repository=/models`), as written."""
-    words = arguments.words(c)
+def repositories(c: Container, script: str = "") -> tuple[str, ...]:
+    """The model repositories `tritonserver`'s arguments, or the script it is started by, name
+    (`--model-repository=/models`), as written."""
+    words = arguments.words(c) + [w.strip("\"'") for w in script.split()]
     out: list[str] = []
     for i, word in enumerate(words):
         name, equals, value = word.partition("=")
@@ -85,10 +86,11 @@ def _engine_args(c: Container, local: tuple[str, ...]) -> dict[str, tuple[int, s
     return found
 
 
-def vllm_models(c: Container) -> tuple[Models, str]:
+def vllm_models(c: Container, script: str = "") -> tuple[Models, str]:
     """Each vLLM model's name and its model.json as words (`max_model_len`, `8192`, ...); and, where none is
-    in the input or one cannot be read, why its engine arguments are not known ("" otherwise)."""
-    given = repositories(c)
+    in the input or one cannot be read, why its engine arguments are not known ("" otherwise). `script`: the
+    text of the mounted script the container runs, which may start `tritonserver`."""
+    given = repositories(c, script)
     local = tuple(posixpath.normpath(r) for r in given if r.startswith("/"))
     found = _engine_args(c, local if len(local) == len(given) else ())
     if not found:

@@ -10,9 +10,10 @@ ConfigMap mounts, each with the engine it runs and where that engine's settings 
   `config.pbtxt`, not an argument: not judged. Triton's metrics are its own (`nv_inference_*`,
   `nv_trt_llm_*`), not trtllm-serve's.
 - Triton Inference Server with the vLLM backend (github.com/triton-inference-server/vllm_backend, r25.12
-  231d53f78ba64860228c3a5a36f6528b92431e7a): `tritonserver` with `vllm` (or `vllm<version>`) among its image's
-  words (`nvcr.io/nvidia/tritonserver:<yy.mm>-vllm-python-py3`, README.md "Option 1"), or with a
-  `config.pbtxt` of the input saying `backend: "vllm"`. Engine `vllm`, its arguments each model's
+  231d53f78ba64860228c3a5a36f6528b92431e7a): `tritonserver` (its image, its command, or a mounted script that
+  starts it) with `vllm` (or `vllm<version>`) among its image's words
+  (`nvcr.io/nvidia/tritonserver:<yy.mm>-vllm-python-py3`, README.md "Option 1"), or with a `config.pbtxt` of
+  the input saying `backend: "vllm"`. Engine `vllm`, its arguments each model's
   `model.json` (`exporter.audit.model_repository`) where a ConfigMap of the input mounts it, else not judged.
   The backend reports a few `vllm:*` series (token counters and the latency histograms, labelled `model` and
   `version`; no running, waiting or KV-cache gauge: src/utils/metrics.py:37-83) on Triton's metrics port
@@ -60,6 +61,8 @@ LLAMA_SWAP_CONFIG = "/app/config.yaml"  # mostlygeek/llama-swap v250 docker/llam
 _WORDS = re.compile(r"[/\-_.:@\s]+")
 # the backend's own scripts and tritonserver's backend option; not genai-perf's `--backend tensorrtllm` (a client)
 _TRITON_TRTLLM = re.compile(r"launch_triton_server\.py|tensorrtllm_backend|--backend-config[= ]tensorrtllm")
+# a mounted script that starts the server (`exec tritonserver --model-repository=…`), not a client's `tritonserver:8001`
+_TRITON_STARTED = re.compile(r"(?:^|[\s/;&|])tritonserver(?:\s|$)", re.MULTILINE)
 _VLLM_WORD = re.compile(r"^vllm\d*$")  # `vllm`, or `vllm0` of a tag `…-vllm0.10.1`
 # variables a NIM reads and neither vLLM nor SGLang does (see the module's docstring for where each is from)
 NIM_VARIABLES = frozenset({"NIM_CACHE_PATH", "NIM_SERVER_PORT", "NIM_SERVED_MODEL_NAME", "NIM_MODEL_PROFILE"})
@@ -120,8 +123,8 @@ def _llama_swap(c: Container) -> Wrapper:
     return replace(found, models=tuple(out), note=note)
 
 
-def _triton_vllm(c: Container) -> Wrapper:
-    models, note = model_repository.vllm_models(c)
+def _triton_vllm(c: Container, script: str) -> Wrapper:
+    models, note = model_repository.vllm_models(c, script)
     return Wrapper("triton", "vllm", models, note, label="Triton model", context_args=("max_model_len",),
                    filled_in="in model.json is no number of tokens")  # fmt: skip
 
@@ -150,14 +153,19 @@ def wrapper(c: Container) -> Wrapper | None:
     if "llama swap" in " ".join(words) or first == "llama-swap":
         return _llama_swap(c)
     script = scripts(c)
-    triton = "tritonserver" in words or first == "tritonserver" or "launch_triton_server.py" in argv + script
+    triton = (
+        "tritonserver" in words
+        or first == "tritonserver"
+        or "launch_triton_server.py" in argv + script
+        or bool(_TRITON_STARTED.search(script))
+    )
     client = "sdk" in _WORDS.split(tag(c.image).lower())  # `tritonserver:<yy.mm>-py3-sdk`: the client tools
     if triton and not client and ("trtllm" in tag(c.image).lower() or _TRITON_TRTLLM.search(argv + "\n" + script)):
         return Wrapper("triton", "trtllm", note="Triton's TensorRT-LLM backend: the context limit is built into "
                        "the TensorRT engine (trtllm-build --max_seq_len) and the model repository's config.pbtxt, "
                        "which the audit does not read")  # fmt: skip
     if triton and not client and (any(_VLLM_WORD.match(w) for w in words) or model_repository.says_vllm(c)):
-        return _triton_vllm(c)
+        return _triton_vllm(c, script)
     if is_nim(c):
         return Wrapper("nim", "nim")
     return None

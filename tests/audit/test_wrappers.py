@@ -181,6 +181,30 @@ def test_triton_vllm_reads_max_model_len_from_each_model_json() -> None:
     assert context(triton_vllm(versions))[2] == "Triton model vllm_model: max_model_len 2048"
 
 
+def test_triton_vllm_started_by_a_mounted_script() -> None:
+    """A bespoke image whose entrypoint is a script of the input: the script starts tritonserver and names the
+    model repository; the config.pbtxt says the backend."""
+    files = {"vllm_model/config.pbtxt": sample("config.pbtxt"),
+             "vllm_model/1/model.json": '{"model": "Qwen/Qwen3-8B", "max_model_len": 16384}'}  # fmt: skip
+    objs = triton_vllm(files, image="registry.example.com/llm-serving:1")
+    container = objs[0]["spec"]["template"]["spec"]["containers"][0]
+    container["command"] = ["/bin/bash", "/scripts/start.sh"]
+    container["volumeMounts"].append({"name": "scripts", "mountPath": "/scripts"})
+    objs[0]["spec"]["template"]["spec"]["volumes"].append({"name": "scripts", "configMap": {"name": "scripts"}})
+    script = "#!/bin/bash\nset -e\nexec tritonserver --model-repository=/models --http-port=8080\n"
+    objs.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "scripts", "namespace": NS},
+                 "data": {"start.sh": script}})  # fmt: skip
+    assert context(objs) == ("vllm", "pass", "Triton model vllm_model: max_model_len 16384")
+    # the script names another repository: the model.json mounted at /models is not the one Triton reads
+    objs[-1]["data"]["start.sh"] = script.replace("=/models", "=/mnt/models")
+    assert context(objs)[1:] == ("unknown", "Triton with vLLM: each model's engine arguments (max_model_len; the "
+                                 "vLLM backend's <model>/<version>/model.json) are in the model repository "
+                                 "/mnt/models, not among the objects read")  # fmt: skip
+    # a client's script that only names the server's address starts no server
+    objs[-1]["data"]["start.sh"] = "curl -s http://tritonserver:8000/v2/health/ready\n"
+    assert context(objs)[0] == "unknown"
+
+
 def test_triton_vllm_without_its_model_json_is_unknown_not_absent() -> None:
     on_s3 = triton_vllm(None, repository="s3://models/model_repository")
     assert context(on_s3) == ("vllm", "unknown", "Triton with vLLM: each model's engine arguments (max_model_len; "
