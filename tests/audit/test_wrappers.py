@@ -252,6 +252,10 @@ def test_a_nim_pulled_from_a_mirror_is_a_nim() -> None:
     ):
         assert nim_found(image=image), image
     # a flattened mirror: what the container carries says it, as NIM's Helm chart and operator set it
+    flattened = {"name": "nim", "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/llama-3.1-8b-instruct:1.3.3",
+                 "env": [{"name": "NIM_CACHE_PATH", "value": "/model-store"}]}  # fmt: skip
+    assert context([deployment(flattened)])[:2] == ("nim", "unknown")
+    assert context([deployment({**flattened, "env": []})])[0] == "unknown"  # a GPU server, engine not known
     key = {"secretKeyRef": {"name": "ngc-api", "key": "NGC_API_KEY"}}
     assert nim_found(
         env=[{"name": "NIM_CACHE_PATH", "value": "/model-store"}, {"name": "NGC_API_KEY", "valueFrom": key}]
