@@ -15,10 +15,10 @@ ConfigMap mounts, each with the engine it runs and where that engine's settings 
   (`nvcr.io/nvidia/tritonserver:<yy.mm>-vllm-python-py3`, README.md "Option 1"), or with a `config.pbtxt` of
   the input saying `backend: "vllm"`. Engine `vllm`, its arguments each model's
   `model.json` (`exporter.audit.model_repository`) where a ConfigMap of the input mounts it, else not judged.
-  The backend reports a few `vllm:*` series (token counters and the latency histograms, labelled `model` and
-  `version`; no running, waiting or KV-cache gauge: src/utils/metrics.py:37-83) on Triton's metrics port
-  (8002) only where the model's config.pbtxt sets the parameter `REPORT_CUSTOM_METRICS` to "true" and
-  model.json leaves `disable_log_stats` false (src/model.py:186-189, README.md "Triton Metrics").
+  The backend reports a few `vllm:*` series (token counters, latency and request-token histograms, labelled
+  `model` and `version`; no running, waiting or KV-cache gauge: src/utils/metrics.py:37-83) on Triton's
+  metrics port (8002) only where the model's config.pbtxt sets the parameter `REPORT_CUSTOM_METRICS` to "true"
+  and model.json leaves `disable_log_stats` false (src/model.py:186-189, README.md "Triton Metrics").
 - llama-swap (github.com/mostlygeek/llama-swap, v250 60226b63776efac11e15828abe0bb302ec259699): image
   `ghcr.io/mostlygeek/llama-swap:<tag>` or the `llama-swap` command, started as
   `/app/llama-swap -config /app/config.yaml` (docker/llama-swap.Containerfile:49); its config file lists one
