@@ -8,6 +8,7 @@ Gateway series carry no namespace: the row filters on the model variable only, w
 from __future__ import annotations
 
 from dashboards.lib import Query, Row, timeseries
+from exporter.promql.gateway import once_per_gateway
 
 _MODEL = 'model=~"$model"'
 _TOP = 10
@@ -16,7 +17,7 @@ _TOP = 10
 def _once(metric: str, labels: str) -> str:
     """The rate of a gateway counter, once per gateway whatever the number of exporters that read it (the
     request kinds of one exporter summed first, where its tokens carry them)."""
-    return f"max by ({labels}) (sum without (request_kind) (rate({metric}{{{_MODEL}}}[$__rate_interval])))"
+    return once_per_gateway(f"rate({metric}{{{_MODEL}}}[$__rate_interval])", labels)
 
 
 tenants = Row(

@@ -49,6 +49,7 @@ from __future__ import annotations
 from alerts.model import Recording
 from alerts.recordings.cost import COST, GPUS_ALLOCATED
 from alerts.thresholds import Thresholds
+from exporter.promql.gateway import REQUEST_KIND, once_per_gateway
 
 TENANT_GROUP = "llm-inference.tenants"
 WINDOW = "1h"
@@ -58,7 +59,7 @@ MODEL_TOKENS = "llm:model_gateway_tokens:rate1h"
 SHARE = "llm:tenant_token_share:ratio_rate1h"
 PHASE = "llm:model_phase_share:ratio_rate1h"
 TENANT_COST = "llm:tenant_cost_per_second"
-KIND = "request_kind"
+KIND = REQUEST_KIND
 KIND_TOKENS = "llm:gateway_request_kind_tokens:rate1h"
 KIND_COST = "llm:tenant_request_kind_cost_per_second"
 # direction -> (the engine's histogram of that phase's time per request, its token counter)
@@ -98,7 +99,7 @@ def recordings(t: Thresholds) -> list[Recording]:
         Recording(
             TOKENS,
             TENANT_GROUP,
-            f"max by ({TENANT}, direction) (sum without ({KIND}) (rate(llm_gateway_tokens_total[{WINDOW}])))",
+            once_per_gateway(f"rate(llm_gateway_tokens_total[{WINDOW}])", f"{TENANT}, direction"),
         ),
         Recording(MODEL_TOKENS, TENANT_GROUP, f"sum by (model, direction) ({TOKENS})"),
         Recording(

@@ -316,7 +316,8 @@ def _stat(panel: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, An
 
 
 def _table(panel: Mapping[str, Any]) -> dict[str, Any]:
-    """Grafana's organize transformation (hidden and renamed columns) and value mappings as column settings."""
+    """Grafana's organize transformation (hidden and renamed columns), value mappings and the unit of the value
+    column as column settings."""
     columns: dict[str, dict[str, Any]] = {}
 
     def column(name: str) -> dict[str, Any]:
@@ -340,7 +341,10 @@ def _table(panel: Mapping[str, Any]) -> dict[str, Any]:
             if prop.get("id") != "mappings":
                 raise ConversionError(f"{_where(panel)}: override property {prop.get('id')!r} has no Perses twin")
             column(matcher["options"])["cellSettings"] = _cell_settings(panel, prop.get("value") or [])
-    return {"columnSettings": list(columns.values())} if columns else {}
+    value = column("Value")
+    if not value.get("hide"):  # Grafana formats a table's numbers by the panel's unit: without it, every digit
+        value["format"] = _format(panel, (panel.get("fieldConfig") or {}).get("defaults") or {})
+    return {"columnSettings": list(columns.values())}
 
 
 def _value_mappings(panel: Mapping[str, Any], mappings: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:

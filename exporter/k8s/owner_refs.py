@@ -46,9 +46,19 @@ OPERATORS: dict[tuple[str, str], str] = {
 # `inferenceset.kaito.sh/created-by: <name>` (pkg/utils/inferenceset/inferenceset.go:133-179); the Workspace's
 # StatefulSet, controlled by the Workspace, carries that label on its pod template (its selector), not on
 # itself (pkg/workspace/manifests/manifests.go:135-180). A Workspace without it is the resource the user edits.
+# Dynamo (github.com/ai-dynamo/dynamo; the repository tags no operator release, so each file at the commit
+# named): the DynamoGraphDeployment makes one DynamoComponentDeployment per component and labels it
+# `nvidia.com/dynamo-graph-deployment-name: <graph>` (deploy/operator/internal/dynamo/graph.go
+# generateSingleDCD, 003d1ee5de27986d5265b7a4bedb1e9241974034; the constant in internal/consts/consts.go,
+# b539fd260765eeddbf75361ff4837f2fd8be61d1); the DynamoComponentDeployment's Deployment (or, multinode, its
+# LeaderWorkerSet) is made by controller_common.SyncResource, which sets the DynamoComponentDeployment as its
+# controller (resource.go, ctrl.SetControllerReference, 0284ad8648d328adb8b00be2cf6eac3c20736675), with the
+# DynamoComponentDeployment's labels on itself (getKubeLabels) and that label on its pod template
+# (generatePodTemplateSpec; dynamocomponentdeployment_controller.go, 015d2b9e285e278f703564d84af2e0f20d47eb17).
 THROUGH_LABELS: dict[tuple[str, str], tuple[str, str]] = {
     ("serving.knative.dev", "Revision"): ("serving.kserve.io/inferenceservice", "InferenceService"),
     ("kaito.sh", "Workspace"): ("inferenceset.kaito.sh/created-by", "InferenceSet"),
+    ("nvidia.com", "DynamoComponentDeployment"): ("nvidia.com/dynamo-graph-deployment-name", "DynamoGraphDeployment"),
 }
 
 

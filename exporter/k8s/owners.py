@@ -13,10 +13,10 @@ the ownerReferences of objects already read, never from the operator's own resou
 the chain, and the generated workload stands. KServe's Knative mode (a Knative Revision controls the
 Deployment) is followed by the label Knative copies onto it from the Revision, which KServe set on the Revision
 template, and KAITO's InferenceSet (a Workspace controls the StatefulSet) by the label the StatefulSet's pod
-template carries from the Workspace (`THROUGH_LABELS`). Not followed, for their chain passes an object the
-cluster role does not read: Dynamo's DynamoGraphDeployment (its Deployments' controller is a
-DynamoComponentDeployment), nor RBG's default RoleInstanceSet (its pods' controller is a RoleInstance); RBG
-roles of a Deployment, StatefulSet or LeaderWorkerSet are.
+template carries from the Workspace, and Dynamo's DynamoGraphDeployment (a DynamoComponentDeployment controls
+the Deployment) by the label the DynamoComponentDeployment passes on to it (`THROUGH_LABELS`). Not followed,
+for its chain passes an object the cluster role does not read: RBG's default RoleInstanceSet (its pods'
+controller is a RoleInstance); RBG roles of a Deployment, StatefulSet or LeaderWorkerSet are.
 """
 
 from __future__ import annotations

@@ -212,8 +212,21 @@ def test_a_table_hides_excluded_columns_and_maps_values_per_column() -> None:
                         {"condition": {"kind": "Value", "spec": {"value": "b"}}, "text": "B!"},
                     ],
                 },
+                {"name": "value", "format": {"unit": "decimal", "shortValues": True}},  # Grafana's default unit
             ]
         },
+    }
+
+
+def test_a_tables_value_column_takes_the_panels_unit_unless_hidden() -> None:
+    """Grafana formats a table's numbers by the panel's unit; Perses' Table shows every digit without a format."""
+    table = panel("table", fieldConfig={"defaults": {"unit": "s", "decimals": 1}})
+    assert convert(table)["panels"]["queue"]["spec"]["plugin"]["spec"] == {
+        "columnSettings": [{"name": "value", "format": {"unit": "seconds", "decimalPlaces": 1}}]
+    }
+    hidden = panel("table", transformations=[{"id": "organize", "options": {"excludeByName": {"Value": True}}}])
+    assert convert(hidden)["panels"]["queue"]["spec"]["plugin"]["spec"] == {
+        "columnSettings": [{"name": "value", "hide": True}]
     }
 
 

@@ -101,6 +101,23 @@ def test_an_inference_sets_workspace_statefulset_names_the_inference_set() -> No
         "Workspace", "phi-4-x7k2p")  # fmt: skip
 
 
+def test_a_dynamo_component_deployments_deployment_names_the_graph_deployment() -> None:
+    """Dynamo: DynamoGraphDeployment -> DynamoComponentDeployment `<graph>-<component>` (labelled with the graph's
+    name) -> Deployment `<graph>-<component>` with the DynamoComponentDeployment's labels, on itself and its pod
+    template (exporter/k8s/owner_refs.py cites the operator's sources)."""
+    dcd = ref("nvidia.com/v1alpha1", "DynamoComponentDeployment", "vllm-agg-vllmdecodeworker",
+              "0b1c2d3e-0000-4000-8000-00000000000b")  # fmt: skip
+    labels = {"nvidia.com/dynamo-component": "VllmDecodeWorker", "nvidia.com/dynamo-namespace": "llm-vllm-agg",
+              "nvidia.com/dynamo-graph-deployment-name": "vllm-agg"}  # fmt: skip
+    deployment = obj("Deployment", "vllm-agg-vllmdecodeworker", dcd, labels=labels)
+    assert owners.operator_owner(deployment["metadata"]) == ("DynamoGraphDeployment", "vllm-agg")
+    template = {**labels, "nvidia.com/selector": "vllm-agg-vllmdecodeworker"}
+    lws = obj("LeaderWorkerSet", "vllm-agg-vllmdecodeworker-0", dcd)  # multinode: the label on its template
+    assert owners.operator_owner(lws["metadata"], template) == ("DynamoGraphDeployment", "vllm-agg")
+    # a DynamoComponentDeployment of no graph (created by hand, unlabelled) is not followed: its Deployment stands
+    assert owners.operator_owner(obj("Deployment", "vllm-agg-vllmdecodeworker", dcd)["metadata"]) is None
+
+
 def _isvc_args() -> tuple[str, str, str, str]:
     return (ISVC["apiVersion"], ISVC["kind"], ISVC["name"], ISVC["uid"])
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from exporter.diagnose.limits import Limits
 from exporter.diagnose.model import Finding, Readings, Verdict, percent
 from exporter.diagnose.verdicts.waiting import who_waits
+from exporter.promql.gateway import once_per_gateway
 
 NAMED = 'tenant!="other"'
 QUEUE_NAMED = 'tenant!~"other|default-flow"'  # the EPP's fairness id of a request without one is no tenant
@@ -36,14 +37,13 @@ MOST = 0.5  # a share above this is "most" of the model's tokens
 def _once(matcher: str = "") -> str:
     """The tokens per second of each (tenant, model, direction), once per gateway (the request kinds of one
     exporter summed first, where its tokens carry them)."""
-    rate = f"rate(llm_gateway_tokens_total{{{matcher}}}[$W])"
-    return f"max by (gateway, tenant, model, direction) (sum without (request_kind) ({rate}))"
+    return once_per_gateway(f"rate(llm_gateway_tokens_total{{{matcher}}}[$W])", "gateway, tenant, model, direction")
 
 
 def _held(matcher: str = "") -> str:
     """The requests each (tenant, model) held in a gateway's queue, averaged over the window, once per gateway."""
     held = f"avg_over_time(llm_gateway_queued_requests{{{matcher}}}[$W])"
-    return f"max by (gateway, tenant, model) (sum without (priority) ({held}))"
+    return once_per_gateway(held, "gateway, tenant, model", split="priority")
 
 
 def queries(limits: Limits) -> dict[str, str]:
