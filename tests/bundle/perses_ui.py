@@ -115,6 +115,14 @@ def panel_states(page: str) -> dict[str, str]:
     return states
 
 
+def panel_texts(page: str) -> dict[str, str]:
+    """Each panel's title -> the text its body shows (a table's header and cells), whitespace collapsed."""
+    return {
+        html.unescape(m.group(1)): " ".join(html.unescape(_TAG.sub(" ", m.group(2))).split())
+        for m in _PANEL.finditer(page)
+    }
+
+
 def rows(dashboard: dict[str, Any]) -> list[tuple[str, dict[str, Any], int]]:
     """Each row of `dashboard` as (title, the dashboard with that row alone, the page height in CSS pixels
     that shows it whole): Perses' grid is 24 columns wide and 30 px per height unit plus margins."""
