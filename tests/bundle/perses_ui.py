@@ -61,7 +61,7 @@ def datasource(prometheus_url: str, interval: str) -> dict[str, Any]:
     Perses takes a datasource's scrapeInterval (1m when unset) as every query's minimum step, and evaluates a
     query at the end of the time range floored to its step, the instant queries of a table too: without the
     Prometheus's own interval, a panel reads the world up to a minute ago, and the Diagnosis row of the demo,
-    whose verdict is seconds old when it holds, is empty."""
+    whose verdict is seconds old when it holds, is empty until the next minute."""
     proxy = {"kind": "HTTPProxy", "spec": {"url": prometheus_url}}
     spec = {"proxy": proxy, "scrapeInterval": interval}
     return {
