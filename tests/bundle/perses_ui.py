@@ -48,16 +48,34 @@ def _post(url: str, body: dict[str, Any]) -> None:
         response.read()
 
 
-def add_prometheus(perses_url: str, prometheus_url: str) -> None:
-    """Project llm, and a default Prometheus datasource that the Perses server proxies to `prometheus_url`."""
-    _post(f"{perses_url}/api/v1/projects", {"kind": "Project", "metadata": {"name": PROJECT}})
+def scrape_interval(prometheus_url: str) -> str:
+    """The Prometheus's global scrape interval as its loaded configuration says it ("1s", "15s", "1m")."""
+    with urllib.request.urlopen(f"{prometheus_url}/api/v1/status/config", timeout=10) as response:
+        loaded = yaml.safe_load(json.load(response)["data"]["yaml"])
+    return str(loaded["global"]["scrape_interval"])
+
+
+def datasource(prometheus_url: str, interval: str) -> dict[str, Any]:
+    """The default Prometheus datasource, proxied to `prometheus_url`, scraping every `interval`.
+
+    Perses takes a datasource's scrapeInterval (1m when unset) as every query's minimum step, and evaluates a
+    query at the end of the time range floored to its step, the instant queries of a table too: without the
+    Prometheus's own interval, a panel reads the world up to a minute ago, and the Diagnosis row of the demo,
+    whose verdict is seconds old when it holds, is empty until the next minute."""
     proxy = {"kind": "HTTPProxy", "spec": {"url": prometheus_url}}
-    datasource = {
+    spec = {"proxy": proxy, "scrapeInterval": interval}
+    return {
         "kind": "GlobalDatasource",
         "metadata": {"name": "prometheus"},
-        "spec": {"default": True, "plugin": {"kind": "PrometheusDatasource", "spec": {"proxy": proxy}}},
+        "spec": {"default": True, "plugin": {"kind": "PrometheusDatasource", "spec": spec}},
     }
-    _post(f"{perses_url}/api/v1/globaldatasources", datasource)
+
+
+def add_prometheus(perses_url: str, prometheus_url: str) -> None:
+    """Project llm, and a default Prometheus datasource that the Perses server proxies to `prometheus_url`,
+    with that Prometheus's scrape interval."""
+    _post(f"{perses_url}/api/v1/projects", {"kind": "Project", "metadata": {"name": PROJECT}})
+    _post(f"{perses_url}/api/v1/globaldatasources", datasource(prometheus_url, scrape_interval(prometheus_url)))
 
 
 def publish(perses_url: str, dashboard: dict[str, Any], name: str, start: str = "2m") -> str:
@@ -113,6 +131,14 @@ def panel_states(page: str) -> dict[str, str]:
         else:
             states[title] = "data"
     return states
+
+
+def panel_texts(page: str) -> dict[str, str]:
+    """Each panel's title -> the text its body shows (a table's header and cells), whitespace collapsed."""
+    return {
+        html.unescape(m.group(1)): " ".join(html.unescape(_TAG.sub(" ", m.group(2))).split())
+        for m in _PANEL.finditer(page)
+    }
 
 
 def rows(dashboard: dict[str, Any]) -> list[tuple[str, dict[str, Any], int]]:

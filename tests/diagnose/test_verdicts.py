@@ -4,6 +4,7 @@ reports, and the tables that must agree with the bundle (thresholds, dashboard p
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,12 @@ def test_the_diagnosis_row_records_every_condition() -> None:
     recorded = [r for r in recording.recordings() if r.name == "llm:diagnosis"]
     assert [dict(r.labels)["verdict"] for r in recorded] == [v.id for v in VERDICTS if v.condition]
     assert all(dict(r.labels)["stage"] == r.labels[1][1].split(".")[0] for r in recorded)
+
+
+def test_the_docs_name_every_verdict_the_diagnosis_row_never_shows() -> None:
+    section = " ".join((ROOT / "docs/diagnose.md").read_text().split("## On the dashboard\n")[1].split())
+    never = section.split("The row never shows the others:")[1].split("(each finding")[0]
+    assert re.findall(r"`([a-z_]+\.[a-z_]+)`", never) == [v.id for v in VERDICTS if not v.condition]
 
 
 def test_queries_take_the_scope_and_the_job() -> None:

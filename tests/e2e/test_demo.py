@@ -68,6 +68,9 @@ def test_demo_short_mode() -> None:
             # still up while held: the dashboard can be looked at (scripts/perses-screenshots.sh --prometheus)
             with urllib.request.urlopen(f"{prometheus}/api/v1/query?query=llm_engine_up", timeout=10) as answer:
                 assert json.load(answer)["data"]["result"][0]["value"][1] == "1"
+            # the dashboard's Diagnosis row says what diagnose said first after the rename (llm:diagnosis)
+            with urllib.request.urlopen(f"{prometheus}/api/v1/query?query=llm%3Adiagnosis", timeout=10) as answer:
+                diagnosis = [r["metric"] for r in json.load(answer)["data"]["result"]]
             children = _descendants(proc.pid)
             assert children  # vLLM and Prometheus
             proc.send_signal(signal.SIGTERM)
@@ -100,3 +103,9 @@ def test_demo_short_mode() -> None:
     assert out.index("ALERT firing: LLMMetricMissing{namespace=demo", rename) < after
     assert "Prometheus: a query on vLLM's own name: vllm:kv_cache_usage_perc = no data" in out[after:]
     assert "Prometheus: the other llm_* series: count(llm_requests_running) = 1 series" in out[after:]
+    # diagnose after the rename names the missing series first; the row holds that verdict, where and what
+    first = "| 1 | telemetry | llm_kv_cache_usage_ratio is missing on demo/vllm-0: vllm 0.32.0 does not expose "
+    assert first in out[out.index("---- after the rename: llm-exporter diagnose") :]
+    where = [(d["verdict"], d["namespace"], d["pod"], d["metric"], d["source"]) for d in diagnosis]
+    series = ("llm_kv_cache_usage_ratio", "vllm:kv_cache_usage_perc")
+    assert where == [("telemetry.metric_missing", "demo", "vllm-0", *series)]
