@@ -148,9 +148,23 @@ def stat(title: str, queries: Sequence[Query], *, unit: str, description: str, w
     )
 
 
-def table(title: str, queries: Sequence[Query], *, unit: str, description: str, width: int = 12) -> Panel:
-    """An instant table of series labels, e.g. which pod holds which GPU."""
+def table(
+    title: str,
+    queries: Sequence[Query],
+    *,
+    unit: str,
+    description: str,
+    width: int = 12,
+    first: Sequence[str] = (),
+    hidden: Sequence[str] = (),
+) -> Panel:
+    """An instant table of series labels, e.g. which pod holds which GPU: the labels of `first` leftmost, in
+    that order (a table of many labels would push the ones that say what it is off the right edge), those of
+    `hidden` and the time and metric name not shown."""
     _require(title, unit, description)
+    organize: dict[str, Any] = {"excludeByName": {"Time": True, "__name__": True, **dict.fromkeys(hidden, True)}}
+    if first:
+        organize["indexByName"] = {name: index for index, name in enumerate(first)}
     return Panel(
         g.Table(
             title=title,
@@ -159,7 +173,7 @@ def table(title: str, queries: Sequence[Query], *, unit: str, description: str, 
             targets=_targets(queries, table=True),
             unit=unit,
             filterable=True,
-            transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "__name__": True}}}],
+            transformations=[{"id": "organize", "options": organize}],
         ),
         width,
     )

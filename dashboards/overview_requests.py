@@ -39,6 +39,8 @@ diagnosis = Row(
             [Query(_DIAGNOSIS, "")],
             unit="short",
             width=16,
+            first=("stage", "verdict"),
+            hidden=("instance", "job"),  # the exporter that scraped the inputs: not where the verdict holds
             description="One line per verdict of `llm-exporter diagnose` that holds now (recording rule "
             "llm:diagnosis): stage (routing, scaling, placement, engine, ingress, telemetry), verdict, and where "
             "(namespace, model, pod, workload, route); the value is the condition's (a share, GPUs, seconds). Empty "

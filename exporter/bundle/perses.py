@@ -316,18 +316,21 @@ def _stat(panel: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, An
 
 
 def _table(panel: Mapping[str, Any]) -> dict[str, Any]:
-    """Grafana's organize transformation (hidden and renamed columns), value mappings and the unit of the value
-    column as column settings."""
+    """Grafana's organize transformation (hidden, renamed and ordered columns), value mappings and the unit of the
+    value column as column settings, the ordered columns first."""
     columns: dict[str, dict[str, Any]] = {}
 
     def column(name: str) -> dict[str, Any]:
         perses_name = COLUMNS.get(name, name)
         return columns.setdefault(perses_name, {"name": perses_name})
 
+    order: dict[str, int] = {}  # Grafana's indexByName; Perses orders columns as its settings are listed
     for transformation in panel.get("transformations") or []:
         if transformation.get("id") != "organize":
             raise ConversionError(f"{_where(panel)}: transformation {transformation.get('id')!r} has no Perses twin")
         options = transformation.get("options") or {}
+        for name, index in (options.get("indexByName") or {}).items():
+            order[column(name)["name"]] = index
         for name, hidden in (options.get("excludeByName") or {}).items():
             if hidden:
                 column(name)["hide"] = True
@@ -344,7 +347,8 @@ def _table(panel: Mapping[str, Any]) -> dict[str, Any]:
     value = column("Value")
     if not value.get("hide"):  # Grafana formats a table's numbers by the panel's unit: without it, every digit
         value["format"] = _format(panel, (panel.get("fieldConfig") or {}).get("defaults") or {})
-    return {"columnSettings": list(columns.values())}
+    placed = sorted(order, key=order.__getitem__)
+    return {"columnSettings": [columns[name] for name in placed] + [c for n, c in columns.items() if n not in order]}
 
 
 def _value_mappings(panel: Mapping[str, Any], mappings: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:

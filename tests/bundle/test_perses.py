@@ -218,6 +218,14 @@ def test_a_table_hides_excluded_columns_and_maps_values_per_column() -> None:
     }
 
 
+def test_a_tables_ordered_columns_come_first_in_grafanas_order() -> None:
+    """Grafana's organize `indexByName`: Perses Table shows the columns of its settings first, in their order."""
+    organize = {"indexByName": {"verdict": 1, "stage": 0}, "excludeByName": {"Time": True, "job": True}}
+    table = panel("table", transformations=[{"id": "organize", "options": organize}])
+    assert [c["name"] for c in convert(table)["panels"]["queue"]["spec"]["plugin"]["spec"]["columnSettings"]] == [
+        "stage", "verdict", "timestamp", "job", "value"]  # fmt: skip
+
+
 def test_a_tables_value_column_takes_the_panels_unit_unless_hidden() -> None:
     """Grafana formats a table's numbers by the panel's unit; Perses' Table shows every digit without a format."""
     table = panel("table", fieldConfig={"defaults": {"unit": "s", "decimals": 1}})
