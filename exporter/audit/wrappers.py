@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import yaml
 
 from exporter import hostile
-from exporter.k8s import arguments
+from exporter.k8s import arguments, environment
 from exporter.k8s.images import tag
 from exporter.k8s.workloads import Container
 
@@ -51,16 +51,20 @@ def _image_words(image: str) -> list[str]:
 def scripts(c: Container) -> str:
     """The text of the files of the input (a mounted ConfigMap) that the command or arguments name."""
     named = set(c.argv) | {w for arg in c.argv for w in arg.split()}
-    return "\n".join(text for path, text in c.files if path in named)
+    return "\n".join(text for path, text in c.files if path in named and text is not None)
 
 
 def _llama_swap_commands(c: Container) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], str]:
     words = arguments.words(c)
     given = arguments.flag(words, ("-config", "--config"))
     path = given[1] if given else dict(c.env).get("LLAMA_SWAP_CONFIG", LLAMA_SWAP_CONFIG)
-    text = next((t for p, t in c.files if p == path), None)
-    if text is None:
+    files = dict(c.files)
+    if path not in files:
         return (), f"llama-swap's config {path} is not among the objects read: its models' commands are unknown"
+    text = files[path]
+    if text is None:
+        over = f"over the {environment.VALUE_LIMIT // 1024} KiB read of a ConfigMap value"
+        return (), f"llama-swap's config {path} is {over}: its models' commands are unknown"
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError:

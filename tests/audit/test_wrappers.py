@@ -12,7 +12,7 @@ from exporter.audit import inventory
 from exporter.audit.base import Measured
 from exporter.audit.run import audit_workload, engines
 from exporter.audit.wrappers import wrapper
-from exporter.k8s import workloads
+from exporter.k8s import environment, workloads
 
 Obj = dict[str, Any]
 NS = "llm"
@@ -129,3 +129,9 @@ def test_a_client_of_llama_swap_is_no_engine() -> None:
     assert wrapper(client) is None
     server = {"name": "s", "image": "registry.example.com/llm:1", "command": ["/app/llama-swap", "-config", "/c.yaml"]}
     assert wrapper(workloads.container(server)) is not None
+
+
+def test_llama_swap_with_a_config_over_the_limit_says_so() -> None:
+    config = EXAMPLE.read_text(encoding="utf-8") + "#" * environment.VALUE_LIMIT
+    why = "llama-swap's config /app/config.yaml is over the 64 KiB read of a ConfigMap value"
+    assert context(llama_swap(config)) == ("llamacpp", "unknown", why + ": its models' commands are unknown")
