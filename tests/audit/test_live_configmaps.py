@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from exporter.audit import cli
@@ -29,6 +31,7 @@ LLAMA_SWAP_EXAMPLE = ROOT / "tests" / "fixtures" / "llama_swap" / "config.exampl
 ARGS = ("--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "$(MAX_LEN)")
 UNKNOWN = "context limit set from a variable not known here: --max-model-len $(MAX_LEN): MAX_LEN "
 UNREAD = "not read: configmaps not granted or not served"
+TOKEN = "hf_QzXq7sNotForAnyLogLine"  # a token a team put in the ConfigMap beside the settings
 Records = dict[str, tuple[str, str]]
 
 
@@ -48,7 +51,7 @@ def objects(ns: str) -> list[dict[str, Any]]:
         o.changed(o.engine("from-key", ns, args=ARGS), env=[from_key]),
         o.changed(o.engine("over-limit", ns, args=ARGS), envFrom=[{"configMapRef": {"name": "vllm-large"}}]),
         swap,
-        config_map(ns, "vllm-settings", MAX_LEN="8192", HF_HOME="/models"),
+        config_map(ns, "vllm-settings", MAX_LEN="8192", HF_TOKEN=TOKEN),
         config_map(ns, "vllm-limits", **{"max-len": "16384"}),
         # digits first: read whole, it would pass as 32768
         config_map(ns, "vllm-large", MAX_LEN="32768" + " " * environment.VALUE_LIMIT),
@@ -62,6 +65,7 @@ def audit(files: list[str], kubeconfig: str | None, ns: str) -> tuple[Records, s
                               timeout=60.0, output="json", verbose=False)  # fmt: skip
     out, err = io.StringIO(), io.StringIO()
     cli.run(args, out, err)
+    assert TOKEN not in out.getvalue() + err.getvalue()
     records = {f"{r['name']}/{r['check']}": (r["status"], r["detail"]) for r in json.loads(out.getvalue())}
     return records, err.getvalue()
 
@@ -74,7 +78,10 @@ EXPECTED = {
 }
 
 
-def test_the_live_audit_reads_the_configmaps_as_the_manifests(kube_cluster: ControlPlane, tmp_path: Path) -> None:
+def test_the_live_audit_reads_the_configmaps_as_the_manifests(
+    kube_cluster: ControlPlane, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     cluster = kube_cluster
     ns = cluster.namespace("audit-cm")
     objs = objects(ns)
@@ -96,7 +103,9 @@ def test_the_live_audit_reads_the_configmaps_as_the_manifests(kube_cluster: Cont
         wait_for(audit_collector.ready, 60, "the first lists")
 
         def scrape() -> dict[str, float]:
-            return failing(render(audit_collector.collect()), ns)
+            text = render(audit_collector.collect())
+            assert TOKEN not in text
+            return failing(text, ns)
 
         wait_for(lambda: "llama-swap/context-oversized" in scrape(), 60, "the engines audited")
         assert {k: v for k, v in scrape().items() if k.endswith("/context-oversized")} == {
@@ -113,6 +122,7 @@ def test_the_live_audit_reads_the_configmaps_as_the_manifests(kube_cluster: Cont
         )
         cluster.apply(config_map(ns, "llama-swap", **{"config.yaml": sized}))
         wait_for(lambda: scrape().get("llama-swap/context-oversized") == 0, 60, "the ConfigMap's change")
+        assert TOKEN not in caplog.text
     finally:
         audit_collector.close()
         cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
