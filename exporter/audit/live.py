@@ -114,15 +114,21 @@ def collect(views: Mapping[str, Mirror[dict[str, Any]]]) -> Inventory:
     """The inventory of the reflectors' current views, the containers' variables resolved from the ConfigMaps
     read; nodes stay unseen (None) when they are not granted."""
     inv = Inventory()
-    for reflector in views.values():
-        for obj in reflector.items().values():
-            inventory.add(inv, obj)
+    for name, reflector in views.items():
+        if name != "configmaps":
+            for obj in reflector.items().values():
+                inventory.add(inv, obj)
     nodes = views.get("nodes")
     if nodes is not None and nodes.available() and inv.around.nodes is None:
         inv.around.nodes = []
     config_maps = views.get("configmaps")
     if config_maps is None or not config_maps.available():
         inv.config_maps_unread = "not read: configmaps not granted or not served"
+    else:  # a container reads those of its own namespace only
+        namespaces = {w.namespace for w in inv.workloads}
+        for obj in config_maps.items().values():
+            if obj["metadata"].get("namespace") in namespaces:
+                inventory.add(inv, obj)
     inventory.finish(inv)
     inv.skipped.clear()
     return inv

@@ -77,10 +77,11 @@ def kept(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _unknown(ref: EnvRef, data: Mapping[str, str | None] | None, unread: str) -> EnvRef:
-    """`ref`, not resolved, with why: its value withheld, or (`unread`) its ConfigMap could not be read."""
+    """`ref`, not resolved, with why: its value withheld, or (`unread`) its ConfigMap could not be read (then
+    an optional one may be there all the same: it is not read as absent)."""
     if data is not None:
         return replace(ref, why=WITHHELD) if ref.key in data else ref
-    return replace(ref, why=unread) if unread and ref.kind == "ConfigMap" else ref
+    return replace(ref, why=unread, optional=False) if unread and ref.kind == "ConfigMap" else ref
 
 
 def resolve(c: Container, namespace: str, maps: ConfigMaps, unread: str = "") -> Container:
@@ -95,7 +96,7 @@ def resolve(c: Container, namespace: str, maps: ConfigMaps, unread: str = "") ->
     for ref in (r for r in c.env_refs if r.after < 0):
         data = maps.get((namespace, ref.name)) if ref.kind == "ConfigMap" else None
         if data is None:
-            unknown.append(_unknown(ref, None, unread))
+            unknown.append(ref := _unknown(ref, None, unread))
             if not ref.optional:  # it may set any variable of an earlier source (an optional one may be absent)
                 for name in [name for name in env if name.startswith(ref.variable)]:
                     del env[name]

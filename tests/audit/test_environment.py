@@ -163,3 +163,19 @@ def test_the_limit_is_in_bytes_and_the_live_record_reads_as_the_object() -> None
     assert kept == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": NS},
                     "data": {"at": "x" * limit, "short": "1"}, "withheld": ["over", "wide"]}  # fmt: skip
     assert environment.config_map(kept, "default") == environment.config_map(raw, "default")
+
+
+def test_where_configmaps_cannot_be_read_an_optional_source_is_not_read_as_absent() -> None:
+    c = workloads.container({
+        "name": "server",
+        "envFrom": [{"configMapRef": {"name": "a"}}, {"configMapRef": {"name": "b", "optional": True}}],
+        "env": [{"name": "Y", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "y", "optional": True}}}],
+    })  # fmt: skip
+    unread = "not read: configmaps not granted or not served"
+    resolved = environment.resolve(c, NS, {}, unread)
+    assert arguments.variable_reason(resolved, "X") == (
+        f"X may be set by ConfigMap a (envFrom), {unread} or ConfigMap b (envFrom), {unread}")  # fmt: skip
+    assert arguments.variable_reason(resolved, "Y") == f"Y is read from ConfigMap c (key y), {unread}"
+    # where the input simply lacks it, an optional source is read as absent, as the kubelet does
+    assert arguments.variable_reason(environment.resolve(c, NS, {}), "X") == (
+        "X may be set by ConfigMap a (envFrom), not among the objects read")  # fmt: skip
