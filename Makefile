@@ -1,7 +1,7 @@
 # One task runner; CI runs `make test` (through .ci/run).
 PY := .venv/bin/python
 
-.PHONY: setup peers llama-server demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-cluster-role bench-node bench-scaling bench-wire bench-fleet vllm-env clean
+.PHONY: setup peers llama-server demo serve test check lint typecheck generate generate-check bench bench-parse bench-gpu bench-cluster bench-cluster-role bench-node bench-scaling bench-wire bench-fleet bench-audit-configmaps vllm-env clean
 
 setup:
 	@bash scripts/setup.sh
@@ -65,7 +65,7 @@ endif
 vllm-env: setup
 	$(PY) -c 'from exporter.demo import vllm_env as v; p = v.ensure_venv(); v.ensure_model(p)'
 
-bench: bench-parse bench-gpu bench-cluster bench-cluster-role bench-node bench-scaling bench-wire
+bench: bench-parse bench-gpu bench-cluster bench-cluster-role bench-node bench-scaling bench-wire bench-audit-configmaps
 
 bench-parse: setup
 	$(PY) bench/bench_parse.py
@@ -86,6 +86,10 @@ bench-cluster: setup
 ## The cluster role's fleet targets at 5,000 nodes / 150,000 pods on the fake API server; exits 1 on a FAIL.
 bench-cluster-role: setup
 	$(PY) bench/bench_cluster_role.py
+
+## What the live audit keeps of a cluster's ConfigMaps (a made-up mix of 6,400); exits 1 over its target.
+bench-audit-configmaps: setup
+	$(PY) bench/bench_audit_configmaps.py
 
 ## The node role end to end (exporter and engines in their own processes); exits 1 on a missed target.
 bench-node: setup

@@ -40,7 +40,9 @@ class Inventory:
     referred: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)  # ServingRuntimes, by kind
     notes: list[str] = field(default_factory=list)  # operators' resources that derived nothing, and why
     # the ConfigMaps' data by (namespace, name): the variables of `envFrom` and `configMapKeyRef`
-    config_maps: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    config_maps: dict[tuple[str, str], dict[str, str | None]] = field(default_factory=dict)
+    # why a ConfigMap not among them is unknown, where it is not that the input lacks it (live: not granted)
+    config_maps_unread: str = ""
 
 
 _Reader = Callable[[Mapping[str, Any], str, Source], Any]
@@ -118,7 +120,8 @@ def finish(inv: Inventory) -> None:
             inv.notes.append(f"{obj.get('kind')} {namespace}/{name}: {derived.note}")
     inv.operated = []
     # the containers' variables from the ConfigMaps of the input, before any check reads an argument
-    resolved = {id(w): environment.resolve_workload(w, inv.config_maps) for w in inv.workloads}
+    maps, unread = inv.config_maps, inv.config_maps_unread
+    resolved = {id(w): environment.resolve_workload(w, maps, unread) for w in inv.workloads}
     inv.workloads = [resolved[id(w)] for w in inv.workloads]
     inv.around.workloads = [resolved.get(id(w), w) for w in inv.around.workloads]
 

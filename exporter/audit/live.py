@@ -1,7 +1,9 @@
 """The objects of a live cluster, through `exporter.sources.kube_reflector`: which resources the audit reads, and how.
 
 The API server's lists carry neither `kind` nor `apiVersion` on their items: each transform stamps them
-back, then reduces the object to the audit's model (the same pure functions as for manifests).
+back, then reduces the object to the audit's model (the same pure functions as for manifests). ConfigMaps are
+read for the variables and files the engines read from them, as `exporter.k8s.environment` reads them from
+manifests; of each only its short `data` values are kept (`environment.kept`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 from exporter.audit import inventory, nodes
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
-from exporter.k8s import workloads
+from exporter.k8s import environment, workloads
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.sources.kube_reflector import Reflector
 from exporter.sources.kube_shared import shared
@@ -32,6 +34,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "httproutes": ("gateway.networking.k8s.io/v1", "HTTPRoute", True),
     "routes": ("route.openshift.io/v1", "Route", True),
     "inferencepools": ("inference.networking.k8s.io/v1", "InferencePool", True),
+    "configmaps": ("v1", "ConfigMap", True),
     "nodes": ("v1", "Node", True),
 }
 
@@ -41,9 +44,11 @@ WORKLOAD_RESOURCES = ("deployments", "statefulsets", "leaderworkersets")
 
 def stamp(resource: str, keep: Recognition | None = None) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     """The transform of `resource`: the object with its kind and apiVersion, less what no check reads (a node's
-    status but its capacity). With `keep`, a workload that is neither an engine nor a router is not kept: the
-    cluster role holds the few that matter, not every Deployment of the cluster."""
+    status but its capacity, a ConfigMap's long values). With `keep`, a workload that is neither an engine nor
+    a router is not kept: the cluster role holds the few that matter, not every Deployment of the cluster."""
     api_version, kind, _ = RESOURCES[resource]
+    if resource == "configmaps":
+        return environment.kept
 
     def transform(obj: dict[str, Any]) -> dict[str, Any] | None:
         meta = obj.get("metadata") or {}
@@ -99,20 +104,32 @@ def reflectors(
             "httproutes": view(shared(api, "httproutes", **watch("httproutes"))),
             "routes": view(shared(api, "routes", **watch("routes"))),
             "inferencepools": view(shared(api, "inferencepools", **watch("inferencepools"))),
+            "configmaps": view(shared(api, "configmaps", **watch("configmaps"))),
             "nodes": view(shared(api, "nodes", **watch("nodes"))),
         }
     )
 
 
 def collect(views: Mapping[str, Mirror[dict[str, Any]]]) -> Inventory:
-    """The inventory of the reflectors' current views; nodes stay unseen (None) when they are not granted."""
+    """The inventory of the reflectors' current views, the containers' variables resolved from the ConfigMaps
+    read; nodes stay unseen (None) when they are not granted."""
     inv = Inventory()
-    for reflector in views.values():
-        for obj in reflector.items().values():
-            inventory.add(inv, obj)
+    for name, reflector in views.items():
+        if name != "configmaps":
+            for obj in reflector.items().values():
+                inventory.add(inv, obj)
     nodes = views.get("nodes")
     if nodes is not None and nodes.available() and inv.around.nodes is None:
         inv.around.nodes = []
+    config_maps = views.get("configmaps")
+    if config_maps is None or not config_maps.available():
+        inv.config_maps_unread = "not read: configmaps not granted or not served"
+    else:  # a container reads those of its own namespace only
+        namespaces = {w.namespace for w in inv.workloads}
+        for obj in config_maps.items().values():
+            if obj["metadata"].get("namespace") in namespaces:
+                inventory.add(inv, obj)
+    inventory.finish(inv)
     inv.skipped.clear()
     return inv
 

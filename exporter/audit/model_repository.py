@@ -25,6 +25,7 @@ import re
 
 from exporter import hostile
 from exporter.k8s import arguments
+from exporter.k8s.environment import VALUE_LIMIT
 from exporter.k8s.workloads import Container
 
 ENGINE_ARGS = "model.json"  # vllm_backend r25.12 src/model.py:46 _VLLM_ENGINE_ARGS_FILENAME
@@ -56,7 +57,10 @@ def repositories(c: Container, script: str = "") -> tuple[str, ...]:
 
 def says_vllm(c: Container) -> bool:
     """Whether a `config.pbtxt` the container mounts from a ConfigMap of the input says `backend: "vllm"`."""
-    return any(posixpath.basename(path) == "config.pbtxt" and backend(text) == "vllm" for path, text in c.files)
+    return any(
+        posixpath.basename(path) == "config.pbtxt" and text is not None and backend(text) == "vllm"
+        for path, text in c.files
+    )
 
 
 def _value(value: object) -> str:
@@ -102,8 +106,11 @@ def vllm_models(c: Container, script: str = "") -> tuple[Models, str]:
     files = dict(c.files)
     models: list[tuple[str, tuple[str, ...]]] = []
     for model_dir, (_version, path) in sorted(found.items()):
+        text = files[path]
+        if text is None:
+            return (), f"Triton's vLLM backend: {path} is over the {VALUE_LIMIT // 1024} KiB read of a ConfigMap value"
         try:
-            config = json.loads(files[path])
+            config = json.loads(text)
         except hostile.BUILD_ERRORS:  # json.JSONDecodeError is a ValueError; deep nesting a RecursionError
             return (), f"Triton's vLLM backend: {path} is not JSON"
         if not isinstance(config, dict):

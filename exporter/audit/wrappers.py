@@ -53,7 +53,7 @@ import yaml
 from exporter import hostile
 from exporter.audit import model_repository
 from exporter.engines.registry import ENGINES
-from exporter.k8s import arguments
+from exporter.k8s import arguments, environment
 from exporter.k8s.images import tag
 from exporter.k8s.workloads import Container
 
@@ -92,7 +92,7 @@ def _image_words(image: str) -> list[str]:
 def scripts(c: Container) -> str:
     """The text of the files of the input (a mounted ConfigMap) that the command or arguments name."""
     named = set(c.argv) | {w for arg in c.argv for w in arg.split()}
-    return "\n".join(text for path, text in c.files if path in named)
+    return "\n".join(text for path, text in c.files if path in named and text is not None)
 
 
 def _llama_swap(c: Container) -> Wrapper:
@@ -101,10 +101,14 @@ def _llama_swap(c: Container) -> Wrapper:
     words = arguments.words(c)
     given = arguments.flag(words, ("-config", "--config"))
     path = given[1] if given else dict(c.env).get("LLAMA_SWAP_CONFIG", LLAMA_SWAP_CONFIG)
-    text = next((t for p, t in c.files if p == path), None)
-    if text is None:
+    files = dict(c.files)
+    if path not in files:
         why = f"llama-swap's config {path} is not among the objects read: its models' commands are unknown"
         return replace(found, note=why)
+    text = files[path]
+    if text is None:
+        over = f"over the {environment.VALUE_LIMIT // 1024} KiB read of a ConfigMap value"
+        return replace(found, note=f"llama-swap's config {path} is {over}: its models' commands are unknown")
     try:
         config = yaml.safe_load(text)
     except yaml.YAMLError:

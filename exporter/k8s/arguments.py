@@ -74,8 +74,16 @@ def _source(ref: EnvRef) -> str:
         return f"Secret {ref.name}, whose values are never read"
     if ref.kind == "ConfigMap":
         key = f" (key {ref.key})" if ref.key else " (envFrom)"
-        return f"ConfigMap {ref.name}{key}, not among the objects read"
+        return f"ConfigMap {ref.name}{key}, {ref.why or 'not among the objects read'}"
     return f"the pod's {ref.kind}"
+
+
+def _may_set(ref: EnvRef, name: str) -> bool:
+    """Whether the `envFrom` reference `ref`, not resolved, may set the variable `name`: any of a source not
+    read (an optional one the input lacks is read as absent), or the one key withheld."""
+    if ref.after >= 0 or ref.optional:
+        return False
+    return name == ref.variable if ref.key else name.startswith(ref.variable)
 
 
 def variable_reason(c: Container, name: str) -> str:
@@ -83,9 +91,9 @@ def variable_reason(c: Container, name: str) -> str:
     if name in dict(c.env):
         return ""
     for ref in reversed(c.env_refs):
-        if ref.after >= 0 and ref.variable == name:
+        if ref.variable == name and (ref.after >= 0 or ref.key):  # an `env` entry's, or an envFrom key withheld
             return f"{name} is read from {_source(ref)}"
-    sources = [_source(r) for r in c.env_refs if r.after < 0 and not r.optional and name.startswith(r.variable)]
+    sources = [_source(r) for r in c.env_refs if _may_set(r, name)]
     if sources:
         return f"{name} may be set by {' or '.join(sources)}"
     return f"no variable {name} is set: $({name}) stays as written"
@@ -108,8 +116,7 @@ def env_reason(c: Container, names: Iterable[str]) -> tuple[str, str] | None:
         if name in env:
             return None  # set: `env_value` reads it
         listed = any(r.after >= 0 and r.variable == name for r in c.env_refs)
-        # an envFrom source not resolved may set it (an optional one the input lacks is read as absent)
-        sourced = any(r.after < 0 and not r.optional and name.startswith(r.variable) for r in c.env_refs)
+        sourced = any(_may_set(r, name) for r in c.env_refs)
         if listed or sourced:
             return name, variable_reason(c, name)
     return None

@@ -67,14 +67,16 @@ def probe(obj: Any) -> Probe | None:
 class EnvRef:
     """A variable whose value the kubelet reads from another object: an `env` entry's `valueFrom`
     (`configMapKeyRef`, `secretKeyRef`, `fieldRef`, `resourceFieldRef`), or an `envFrom` source (every key of a
-    ConfigMap or Secret, `variable` its prefix)."""
+    ConfigMap or Secret, `variable` its prefix), or one key of an `envFrom` ConfigMap whose value is withheld
+    (`key` set, `variable` that key's variable)."""
 
     variable: str  # the variable; an envFrom source's prefix ("" for none)
     kind: str  # "ConfigMap", "Secret", "fieldRef", "resourceFieldRef"
     name: str  # the ConfigMap's or Secret's name ("" for a field)
-    key: str  # the key of configMapKeyRef/secretKeyRef; "" for envFrom and fields
+    key: str  # the key of configMapKeyRef/secretKeyRef; "" for envFrom (but one key withheld) and fields
     after: int  # how many literal `env` entries come before it; -1 for envFrom (the kubelet sets those first)
     optional: bool = False
+    why: str = ""  # why a ConfigMap's value is unknown, where not that the ConfigMap is not among those read
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,9 @@ class Container:
     # the variables read from other objects (`env` holds the literal ones), those not resolved from the input
     env_refs: tuple[EnvRef, ...] = ()
     mounts: tuple[tuple[str, str, str], ...] = ()  # volumeMounts: (mountPath, volume, subPath)
-    # the files of ConfigMap volumes of the input it mounts: (path in the container, text), once resolved
-    files: tuple[tuple[str, str], ...] = ()
+    # the files of ConfigMap volumes of the input it mounts: (path in the container, text), once resolved; the
+    # text None where the value is withheld (`exporter.k8s.environment.VALUE_LIMIT`)
+    files: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def argv(self) -> tuple[str, ...]:

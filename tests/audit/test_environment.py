@@ -126,3 +126,56 @@ def test_the_files_of_a_mounted_configmap_where_the_kubelet_puts_them() -> None:
     assert environment.mounted(pod.containers[0], pod, NS, maps) == (
         ("/etc/server/config.yaml", "models: {}"), ("/etc/server/run.sh", "exec server"),
         ("/opt/conf/bin/run", "exec server"), ("/app/config.yaml", "models: {}"))  # fmt: skip
+
+
+def test_a_value_over_the_limit_is_withheld_unknown_and_said_so() -> None:
+    long = "8192" + " " * environment.VALUE_LIMIT  # digits first: read, it would pass as 8192
+    over = "whose value is over the 64 KiB read of a ConfigMap value"
+    settings = config_map("qwen-settings", n_ctx=long)
+    model = config_map("qwen-model", MODEL_FILE="qwen3-8b-q4_k_m.gguf")
+    assert context([llama_server(FROM_KEY, FROM_MAP), settings, model]) == (
+        "unknown", UNKNOWN + f"N_CTX is read from ConfigMap qwen-settings (key n_ctx), {over}")  # fmt: skip
+    # envFrom: the one key withheld is unknown, the others are read
+    from_map = [llama_server([], FROM_MAP), config_map("qwen-model", MODEL_FILE="m.gguf", N_CTX=long, N_PARALLEL="4")]
+    assert context(from_map) == ("unknown", UNKNOWN + f"N_CTX is read from ConfigMap qwen-model (key N_CTX), {over}")
+    (w,) = engines(inventory.build(from_map).workloads)
+    assert dict(w.pod.containers[0].env) == {"MODEL_FILE": "m.gguf", "N_PARALLEL": "4"}
+    assert (
+        arguments.variable_reason(w.pod.containers[0], "N_CTX_2")
+        == "no variable N_CTX_2 is set: $(N_CTX_2) stays as written"
+    )
+    # set again by a later source, or an env entry: known
+    later = [llama_server([], [*FROM_MAP, {"configMapRef": {"name": "qwen-settings"}, "prefix": "N_"}]),
+             config_map("qwen-model", N_CTX=long), config_map("qwen-settings", CTX="4096")]  # fmt: skip
+    assert context(later) == ("pass", "--ctx-size 4096")
+    assert context([llama_server([{"name": "N_CTX", "value": "2048"}], FROM_MAP), from_map[1]]) == (
+        "pass", "--ctx-size 2048")  # fmt: skip
+
+
+def test_the_limit_is_in_bytes_and_the_live_record_reads_as_the_object() -> None:
+    limit = environment.VALUE_LIMIT
+    raw = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": NS},
+           "data": {"at": "x" * limit, "over": "x" * (limit + 1), "wide": "é" * (limit // 2 + 1), "short": "1"},
+           "binaryData": {"blob": "AAEC"}}  # fmt: skip
+    assert environment.config_map(raw, "default") == (
+        (NS, "m"), {"at": "x" * limit, "over": None, "wide": None, "short": "1"})  # fmt: skip
+    kept = environment.kept(raw)
+    assert kept == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m", "namespace": NS},
+                    "data": {"at": "x" * limit, "short": "1"}, "withheld": ["over", "wide"]}  # fmt: skip
+    assert environment.config_map(kept, "default") == environment.config_map(raw, "default")
+
+
+def test_where_configmaps_cannot_be_read_an_optional_source_is_not_read_as_absent() -> None:
+    c = workloads.container({
+        "name": "server",
+        "envFrom": [{"configMapRef": {"name": "a"}}, {"configMapRef": {"name": "b", "optional": True}}],
+        "env": [{"name": "Y", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "y", "optional": True}}}],
+    })  # fmt: skip
+    unread = "not read: configmaps not granted or not served"
+    resolved = environment.resolve(c, NS, {}, unread)
+    assert arguments.variable_reason(resolved, "X") == (
+        f"X may be set by ConfigMap a (envFrom), {unread} or ConfigMap b (envFrom), {unread}")  # fmt: skip
+    assert arguments.variable_reason(resolved, "Y") == f"Y is read from ConfigMap c (key y), {unread}"
+    # where the input simply lacks it, an optional source is read as absent, as the kubelet does
+    assert arguments.variable_reason(environment.resolve(c, NS, {}), "X") == (
+        "X may be set by ConfigMap a (envFrom), not among the objects read")  # fmt: skip

@@ -7,6 +7,7 @@ import copy
 from exporter.audit import live
 from exporter.audit.collector import measured_lookup
 from exporter.audit.recognise import DEFAULT
+from exporter.k8s import environment
 from exporter.k8s.workloads import Workload, workload
 from exporter.replicas.startup import BUCKETS, Histogram
 from tests.audit import objects as o
@@ -68,3 +69,16 @@ def o_workload(name: str) -> Workload:
     w = workload(o.engine(name))
     assert w is not None
     return w
+
+
+def test_a_configmap_keeps_its_short_data_only() -> None:
+    """Not its annotations (kubectl's last-applied copy holds the data again), binaryData or a long value."""
+    data = {"MAX_LEN": "8192", "dashboard.json": "{" + " " * environment.VALUE_LIMIT + "}"}
+    cm = {"metadata": {"name": "vllm", "namespace": "inference", "uid": "1", "resourceVersion": "7",
+                       "annotations": {"kubectl.kubernetes.io/last-applied-configuration": repr(data)},
+                       "managedFields": [{"manager": "kubectl", "operation": "Apply"}]},
+          "data": data, "binaryData": {"weights.bin": "AAECAw=="}}  # fmt: skip
+    assert live.stamp("configmaps", DEFAULT)(cm) == {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vllm", "namespace": "inference"},
+        "data": {"MAX_LEN": "8192"}, "withheld": ["dashboard.json"],
+    }  # fmt: skip

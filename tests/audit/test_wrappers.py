@@ -12,7 +12,7 @@ from exporter.audit import inventory
 from exporter.audit.base import Measured
 from exporter.audit.run import audit_workload, engines
 from exporter.audit.wrappers import wrapper
-from exporter.k8s import workloads
+from exporter.k8s import environment, workloads
 
 Obj = dict[str, Any]
 NS = "llm"
@@ -213,8 +213,11 @@ def test_triton_vllm_without_its_model_json_is_unknown_not_absent() -> None:
     broken = triton_vllm({"vllm_model/config.pbtxt": sample("config.pbtxt"), "vllm_model/1/model.json": "{"})
     assert context(broken)[1:] == ("unknown", "Triton's vLLM backend: /models/vllm_model/1/model.json is not JSON")
     # hostile input: nesting past the parser's recursion, digits past int()'s limit, read as unknown
-    deep = triton_vllm({"m/1/model.json": "[" * 100_000})
+    deep = triton_vllm({"m/1/model.json": "[" * 60_000})  # under the 64 KiB read, past the recursion limit
     assert context(deep)[1:] == ("unknown", "Triton's vLLM backend: /models/m/1/model.json is not JSON")
+    big = triton_vllm({"m/1/model.json": "{" + " " * 70_000 + "}"})  # over the read of a ConfigMap value
+    assert context(big)[1:] == (
+        "unknown", "Triton's vLLM backend: /models/m/1/model.json is over the 64 KiB read of a ConfigMap value")  # fmt: skip
     huge = triton_vllm({"m/1/model.json": '{"max_model_len": "' + "9" * 5000 + '"}'})
     assert context(huge)[1] == "unknown" and context(huge)[2].endswith("9 in model.json is no number of tokens")
     number = triton_vllm({"m/1/model.json": '{"max_model_len": "auto"}'})
@@ -281,3 +284,9 @@ def test_no_nim_signal_on_a_plain_vllm_or_a_client_of_a_nim() -> None:
     assert wrapper(workloads.container(client)) is None
     # a registry folder named nim holding vLLM's image is not NIM's layout
     assert not nim_found(image="registry.example.com/nim/vllm-openai:v0.10.1")
+
+
+def test_llama_swap_with_a_config_over_the_limit_says_so() -> None:
+    config = EXAMPLE.read_text(encoding="utf-8") + "#" * environment.VALUE_LIMIT
+    why = "llama-swap's config /app/config.yaml is over the 64 KiB read of a ConfigMap value"
+    assert context(llama_swap(config)) == ("llamacpp", "unknown", why + ": its models' commands are unknown")

@@ -80,7 +80,7 @@ def test_real_requests_with_the_issued_token(installed: Cluster) -> None:
     denied = [
         ("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/anything"),  # get of one object: never needed
         ("GET", "/api/v1/secrets"),
-        ("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/anything"),  # the watchdog lists, never gets
+        ("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/anything"),  # the watchdog and audit list, never get
         ("POST", f"/api/v1/namespaces/{NAMESPACE}/configmaps"),
         ("DELETE", "/api/v1/nodes/anything"),
         ("GET", "/apis/monitoring.coreos.com/v1/servicemonitors"),

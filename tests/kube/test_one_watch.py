@@ -3,7 +3,8 @@
 Each role is built from the table of collectors with every collector on, as `serve` builds it, against the
 fake API server, and started; every collection the role reads must then be listed exactly once. Before, the
 node role listed this node's pods twice (engine discovery and the GPU pod directory) and the cluster role
-its nodes (cluster view and audit) and ScaledObjects (watchdog and audit) twice.
+its nodes (cluster view and audit) and ScaledObjects (watchdog and audit) twice. A collection narrowed by a
+selector is its own: the watchdog's dashboard ConfigMaps (by label) beside the audit's every ConfigMap.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from tests.kube.waiting import eventually
 
 
 def lists(fake_api: FakeKubeAPI) -> Counter[str]:
-    """The collections listed (not watched), by path and field selector."""
+    """The collections listed (not watched), by path and field or label selector."""
     counted: Counter[str] = Counter()
     for request in fake_api.requests:
         url = urlsplit(request)
         query = parse_qs(url.query)
         if query.get("watch") == ["true"]:
             continue
-        selector = query.get("fieldSelector", [""])[0]
+        selector = query.get("fieldSelector", query.get("labelSelector", [""]))[0]
         counted[url.path + (f"?{selector}" if selector else "")] += 1
     return counted
 
@@ -61,4 +62,5 @@ def test_the_cluster_role_lists_each_resource_once(fake_api: FakeKubeAPI, kubeco
     counted = lists(fake_api)
     assert counted["/api/v1/nodes"] == 1
     assert counted["/apis/keda.sh/v1alpha1/scaledobjects"] == 1
+    assert counted["/api/v1/configmaps"] == counted["/api/v1/configmaps?grafana_dashboard"] == 1
     assert {path: n for path, n in counted.items() if n > 1} == {}
