@@ -216,8 +216,8 @@ def test_triton_vllm_without_its_model_json_is_unknown_not_absent() -> None:
     deep = triton_vllm({"m/1/model.json": "[" * 60_000})  # under the 64 KiB read, past the recursion limit
     assert context(deep)[1:] == ("unknown", "Triton's vLLM backend: /models/m/1/model.json is not JSON")
     big = triton_vllm({"m/1/model.json": "{" + " " * 70_000 + "}"})  # over the read of a ConfigMap value
-    assert context(big)[1:] == (
-        "unknown", "Triton's vLLM backend: /models/m/1/model.json is over the 64 KiB read of a ConfigMap value")  # fmt: skip
+    over = "Triton's vLLM backend: /models/m/1/model.json is over the 64 KiB read of a ConfigMap value"
+    assert context(big)[1:] == ("unknown", over)
     huge = triton_vllm({"m/1/model.json": '{"max_model_len": "' + "9" * 5000 + '"}'})
     assert context(huge)[1] == "unknown" and context(huge)[2].endswith("9 in model.json is no number of tokens")
     number = triton_vllm({"m/1/model.json": '{"max_model_len": "auto"}'})
