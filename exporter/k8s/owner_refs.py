@@ -1,6 +1,7 @@
 """The controller ownerReference of an object, and whether it names a serving operator's resource (pure):
 `OPERATORS` and `THROUGH_LABELS`, read by `exporter.k8s.owners` (a pod's chain) and `exporter.k8s.workloads` (a
-workload's owner).
+workload's owner). A `THROUGH_LABELS` controller is one the cluster role does not read: the label of what it
+controls (a workload, its pod template, or a pod) names the end of the chain.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ OPERATORS: dict[tuple[str, str], str] = {
     ("workloads.x-k8s.io", "RoleBasedGroup"): "sgl-project/rbg v0.7.0 pkg/reconciler/deploy_reconciler.go:159-166, "
         "sts_reconciler.go:496-503, lws_reconciler.go:345-352: each role's Deployment, StatefulSet or "
         "LeaderWorkerSet WithOwnerReferences(... WithController(true)) to the RoleBasedGroup (its default "
-        "RoleInstanceSet, roleinstanceset_reconciler.go:196-203, is no workload this reads: the chain ends there)",
+        "RoleInstanceSet, roleinstanceset_reconciler.go:196-203, is followed from its pods: `THROUGH_LABELS`)",
     # the pods' controller is a RayCluster (ray-project/kuberay v1.7.0 raycluster_controller.go:1753 buildHeadPod,
     # :1800 buildWorkerPod: controllerutil.SetControllerReference(&instance, &pod, ...)), whose controller is the
     # RayService (rayservice_controller.go:1544 constructRayClusterForRayService: ctrl.SetControllerReference(
@@ -46,9 +47,17 @@ OPERATORS: dict[tuple[str, str], str] = {
 # `inferenceset.kaito.sh/created-by: <name>` (pkg/utils/inferenceset/inferenceset.go:133-179); the Workspace's
 # StatefulSet, controlled by the Workspace, carries that label on its pod template (its selector), not on
 # itself (pkg/workspace/manifests/manifests.go:135-180). A Workspace without it is the resource the user edits.
+# RBG v0.7.0 (sgl-project/rbg 01df6fc), a role of its default workload: the RoleBasedGroup controls the
+# RoleInstanceSet `<group>-<role>` (pkg/reconciler/roleinstanceset_reconciler.go:185-203), which controls each
+# RoleInstance `<set>-<ordinal>` (roleinstanceset/statefulmode/stateful_instance_set_utils.go:75, :208-210),
+# which controls its pods (roleinstance/core/instance_core.go:127-128: metav1.NewControllerRef(instance,
+# RoleInstance)); each pod carries its template's `rbg.workloads.x-k8s.io/group-name: <group>` (the role's
+# common labels, api/workloads/v1alpha2/helper.go:34-42, set on every component template by
+# pod_reconciler.go:143). Here the label is on the pod the RoleInstance controls (`owners.generated_of_pod`).
 THROUGH_LABELS: dict[tuple[str, str], tuple[str, str]] = {
     ("serving.knative.dev", "Revision"): ("serving.kserve.io/inferenceservice", "InferenceService"),
     ("kaito.sh", "Workspace"): ("inferenceset.kaito.sh/created-by", "InferenceSet"),
+    ("workloads.x-k8s.io", "RoleInstance"): ("rbg.workloads.x-k8s.io/group-name", "RoleBasedGroup"),
 }
 
 
@@ -69,8 +78,8 @@ def operator_owner(
     metadata: Mapping[str, Any], template_labels: Mapping[str, Any] | None = None
 ) -> tuple[str, str] | None:
     """(kind, name) of the operator resource a generated controller's label names (`THROUGH_LABELS`, on the
-    workload or its pod template), else of the controller owner when it is an operator resource of
-    `OPERATORS`, else None."""
+    workload or pod of `metadata`, or the workload's pod template), else of the controller owner when it is an
+    operator resource of `OPERATORS`, else None."""
     ref = controller(metadata)
     key = (_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""))
     if key in THROUGH_LABELS:
