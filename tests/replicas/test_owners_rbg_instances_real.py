@@ -67,7 +67,8 @@ def instance_set(ns: str, group: dict[str, Any], role: dict[str, Any]) -> dict[s
         "metadata": {"name": name, "namespace": ns,
                      "labels": {**labels, f"{PREFIX}role-revision-{role['name']}": "5d8f7c9b6",
                                 f"{PREFIX}role-type": "PodTemplate"},
-                     "annotations": {f"{PREFIX}role-size": str(role["replicas"])}},
+                     "annotations": {f"{PREFIX}role-size": str(role["replicas"]),
+                                     f"{PREFIX}role-instance-pattern": "Stateful"}},  # the default, :149-151
         "spec": {"replicas": role["replicas"], "selector": {"matchLabels": labels},
                  "roleInstanceTemplate": {"components": [component]}},
     }  # fmt: skip
