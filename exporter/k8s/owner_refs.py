@@ -61,6 +61,31 @@ THROUGH_LABELS: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
+# kind of an object an autoscaler targets in a workload's stead -> (the operator resource's kind, the pod label
+# naming it, the pod labels whose values, joined by "-", name the object). RBG v0.7.0 (sgl-project/rbg 01df6fc):
+# for a role with scalingAdapter.enable the group makes and owns the adapter `<group>-<role>`
+# (pkg/scale/scaling_adapter.go:25-27, internal/controller/workloads/rolebasedgroup_controller.go:820-877), and
+# every pod of the role carries both names (api/workloads/v1alpha2/helper.go:34-42, whatever its workload kind).
+SCALED_THROUGH: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "RoleBasedGroupScalingAdapter": (
+        "RoleBasedGroup",
+        "rbg.workloads.x-k8s.io/group-name",
+        ("rbg.workloads.x-k8s.io/group-name", "rbg.workloads.x-k8s.io/role-name"),
+    ),
+}
+
+
+def scaled_through(pod_labels: Mapping[str, Any]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """((kind, name) an autoscaler may target to scale a pod with `pod_labels`, (kind, name) of the operator
+    resource that object scales) for each `SCALED_THROUGH` entry whose labels the pod carries."""
+    out = []
+    for kind, (owner_kind, owner_label, parts) in SCALED_THROUGH.items():
+        values = [str(pod_labels.get(label) or "") for label in parts]
+        if all(values) and pod_labels.get(owner_label):
+            out.append(((kind, "-".join(values)), (owner_kind, str(pod_labels[owner_label]))))
+    return out
+
+
 def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]  # "v1" (the core group) reads as ""
 

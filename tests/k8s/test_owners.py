@@ -8,7 +8,7 @@ from typing import Any
 
 from exporter import pod_fields
 from exporter.audit import measured
-from exporter.k8s import owners, workloads
+from exporter.k8s import owner_refs, owners, workloads
 from exporter.replicas import owned, startup
 from exporter.replicas.autoscalers import Autoscaler
 from exporter.replicas.startup import BUCKETS, Histogram, PodStart
@@ -146,6 +146,20 @@ def test_a_role_instances_pod_names_its_role_based_group_by_its_label() -> None:
         "metadata"]) == ("Deployment", "sglang-pd-decode")  # fmt: skip
     start = startup.pod_start({**pod, "metadata": {**pod["metadata"], "creationTimestamp": "2026-12-03T10:00:00Z"}}, "")
     assert start is not None and (start.workload_kind, start.workload) == ("RoleBasedGroup", "sglang-pd")
+
+
+def test_an_hpa_on_an_rbg_roles_scaling_adapter_names_the_role_based_group() -> None:
+    """RBG makes the adapter `<group>-<role>` for a role's scalingAdapter; an HPA of the user's targets it."""
+    assert owner_refs.scaled_through(RBG_POD_LABELS) == [
+        (("RoleBasedGroupScalingAdapter", "sglang-pd-decode"), ("RoleBasedGroup", "sglang-pd"))
+    ]
+    assert owner_refs.scaled_through({"rbg.workloads.x-k8s.io/group-name": "sglang-pd"}) == []  # no role: no adapter
+    pod = PodStart("u1", NS, "sglang-pd", 0.0, 1.0, 2.0, tuple(sorted(RBG_POD_LABELS.items())), "sglang-pd-decode-0",
+                   workload_kind="RoleBasedGroup")  # fmt: skip
+    resolve = owned.resolver(owned.scale_targets([pod]))
+    hpa = Autoscaler(NS, "sglang-pd-decode", "decode-hpa", "hpa", 1, 10, 1, 1, False, "RoleBasedGroupScalingAdapter")
+    plain = Autoscaler(NS, "sglang-pd-decode", "hpa", "hpa", 1, 4, 1, 1, False, "Deployment")  # a Deployment's
+    assert [a.workload for a in owned.autoscalers([hpa, plain], resolve)] == ["sglang-pd", "sglang-pd-decode"]
 
 
 def test_owned_record_keeps_only_operator_owned_workloads() -> None:

@@ -15,7 +15,8 @@ edits. RBG itself does not run here: the objects are written as its v0.7.0 contr
 
 The scheduler binds the pods to a kwok GPU node and kwok readies them; the cluster role's replica series name the
 RoleBasedGroup, whose RoleInstanceSet and RoleInstances the role does not read: the pods' group-name label does
-(`exporter.k8s.owner_refs.THROUGH_LABELS`)."""
+(`exporter.k8s.owner_refs.THROUGH_LABELS`). An HPA on the adapter RBG makes for a role (`<group>-<role>`) names the
+RoleBasedGroup too, from the same pods' group-name and role-name labels (`owner_refs.SCALED_THROUGH`)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,17 @@ def instance_pod(instance: dict[str, Any]) -> dict[str, Any]:
     return owned_by(pod, instance)
 
 
+def sample_hpa(ns: str, adapter: str) -> dict[str, Any]:
+    """The HPA of RBG's scaling sample (tests/fixtures/audit_corpus/rbg-sglang/scaling-adapter-with-hpa.yaml: min 1,
+    max 10, CPU at 80 %) on the adapter RBG makes for a role, `<group>-<role>`, as RBG's autoscaler guide names it
+    (doc/features/autoscaler.md, "Scaling Adapter Naming Convention")."""
+    text = (FIXTURES / "audit_corpus" / "rbg-sglang" / "scaling-adapter-with-hpa.yaml").read_text(encoding="utf-8")
+    (hpa,) = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "HorizontalPodAutoscaler"]
+    hpa["metadata"]["namespace"] = ns
+    hpa["spec"]["scaleTargetRef"]["name"] = adapter
+    return dict(hpa)
+
+
 def test_the_replica_series_name_the_role_based_group_of_a_role_instance_set(kube_cluster: ControlPlane) -> None:
     cluster = kube_cluster
     cluster.add_node(NODE, capacity={"nvidia.com/gpu": "2"}, labels={"pool": "ome-rbg"})
@@ -133,8 +145,15 @@ def test_the_replica_series_name_the_role_based_group_of_a_role_instance_set(kub
             instance = cluster.apply(role_instance(riset, 0))
             pods.append(cluster.apply(instance_pod(instance)))
         assert [p["metadata"]["ownerReferences"][0]["kind"] for p in pods] == ["RoleInstance"] * 2
-        ready = f'llm_replica_ready{{namespace="{ns}",workload="sglang-pd-inference"}} 2'
-        rendered_when(collector, ns, lambda text: ready in text, "both pods Ready under the RoleBasedGroup")
+        cluster.apply(sample_hpa(ns, "sglang-pd-inference-prefill"))  # prefill's scalingAdapter, enabled
+        wanted = [
+            f'llm_replica_ready{{namespace="{ns}",workload="sglang-pd-inference"}} 2',
+            f'llm_autoscaler_max_replicas{{namespace="{ns}",workload="sglang-pd-inference",autoscaler="prefill-hpa",'
+            f'kind="hpa"}} 10',
+        ]
+        rendered_when(
+            collector, ns, lambda text: all(w in text for w in wanted), "both pods Ready under the RoleBasedGroup"
+        )
         text = render(collector.collect())
         ours = [line for line in text.splitlines() if f'namespace="{ns}"' in line]
         # neither the RoleInstance (`<group>-<role>-0`) nor the RoleInstanceSet names a series
