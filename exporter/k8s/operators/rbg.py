@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from exporter.k8s import owner_refs
 from exporter.k8s.fields import Source, as_dict, as_int, as_list, meta, strs
 from exporter.k8s.operators.base import Derived, Refs, listed, merge
 from exporter.k8s.workloads import PodTemplate, Workload, pod_template
@@ -47,8 +48,10 @@ ADAPTER = "RoleBasedGroupScalingAdapter"
 
 
 def adapter_name(group: str, role: str) -> str:
-    """The adapter RBG makes for a role (pkg/scale/scaling_adapter.go:25-27 GenerateScalingAdapterName)."""
-    return f"{group}-{role}"
+    """The adapter RBG makes for a role, `<group>-<role>` (pkg/scale/scaling_adapter.go:25-27), named from the
+    role's pod labels as the cluster role names it (`owner_refs.SCALED_THROUGH`); "" without both names."""
+    named = owner_refs.scaled_through({GROUP_LABEL: group, ROLE_LABEL: role})
+    return next((name for (kind, name), _ in named if kind == ADAPTER), "")
 
 
 def _fields(at: str, group: str, role: str) -> dict[str, str]:
@@ -168,7 +171,7 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
         made = adapter_name(group, name)
         through = [(ADAPTER, n) for n, r, owned in written if owned and r == name]
         taken = any(n == made and not owned for n, _, owned in written)  # RBG then makes none (a note below)
-        if as_dict(role.get("scalingAdapter")).get("enable") is True and not taken:
+        if as_dict(role.get("scalingAdapter")).get("enable") is True and made and not taken:
             through.append((ADAPTER, made))
         replicas = as_int(role.get("replicas"))
         workloads.append(
