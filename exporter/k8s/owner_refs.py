@@ -1,7 +1,9 @@
 """The controller ownerReference of an object, and whether it names a serving operator's resource (pure):
 `OPERATORS` and `THROUGH_LABELS`, read by `exporter.k8s.owners` (a pod's chain) and `exporter.k8s.workloads` (a
 workload's owner). A `THROUGH_LABELS` controller is one the cluster role does not read: the label of what it
-controls (a workload, its pod template, or a pod) names the end of the chain.
+controls (a workload, its pod template, or a pod) names the end of the chain. `SCALED_THROUGH`: what an
+autoscaler targets in a workload's stead (RBG's adapter of a role), named from the pods' labels, read by
+`exporter.replicas.owned` (an HPA's `workload`) and the RBG reader of the audit.
 """
 
 from __future__ import annotations
