@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from exporter.k8s.workloads import workload_of_pod
+from exporter.k8s.owners import generated_of_pod
 
 
 def timestamp(text: Any) -> float | None:
@@ -31,5 +31,7 @@ def condition_since(status: Mapping[str, Any], kind: str) -> float | None:
     return None
 
 
-# The workload a pod belongs to is read where workloads are (one reading for every role)
-workload_of = workload_of_pod
+def workload_of(metadata: Mapping[str, Any]) -> str:
+    """The name of the workload a pod belongs to, read where workloads are (`exporter.k8s.owners.generated_of_pod`,
+    one reading for every role): the generated workload, or the operator resource a pod's label names."""
+    return generated_of_pod(metadata)[1]

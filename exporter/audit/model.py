@@ -91,12 +91,17 @@ class Surroundings:
 
 
 def autoscalers_of(w: Workload, around: Surroundings) -> list[Autoscaler]:
-    """The autoscalers that target `w`, each once: an HPA that KEDA or AIBrix made for a ScaledObject or
-    PodAutoscaler counts as that object (`Autoscaler.reported_as`), the object itself where it is in view."""
+    """The autoscalers that target `w`, or an object that scales it (`Workload.scaled_through`), each once: an HPA
+    that KEDA or AIBrix made for a ScaledObject or PodAutoscaler counts as that object (`Autoscaler.reported_as`),
+    the object itself where it is in view."""
     found = [
         a
         for a in around.autoscalers
-        if a.namespace == w.namespace and a.target_name == w.name and a.target_kind in ("", w.kind)
+        if a.namespace == w.namespace
+        and (
+            (a.target_name == w.name and a.target_kind in ("", w.kind))
+            or (a.target_kind, a.target_name) in w.scaled_through
+        )
     ]
     written = {a.reported_as for a in found if a.managed_by is None}
     return [

@@ -1,6 +1,9 @@
 """The controller ownerReference of an object, and whether it names a serving operator's resource (pure):
 `OPERATORS` and `THROUGH_LABELS`, read by `exporter.k8s.owners` (a pod's chain) and `exporter.k8s.workloads` (a
-workload's owner).
+workload's owner). A `THROUGH_LABELS` controller is one the cluster role does not read: the label of what it
+controls (a workload, its pod template, or a pod) names the end of the chain. `SCALED_THROUGH`: what an
+autoscaler targets in a workload's stead (RBG's adapter of a role), named from the pods' labels, read by
+`exporter.replicas.owned` (an HPA's `workload`) and the RBG reader of the audit.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ OPERATORS: dict[tuple[str, str], str] = {
     ("workloads.x-k8s.io", "RoleBasedGroup"): "sgl-project/rbg v0.7.0 pkg/reconciler/deploy_reconciler.go:159-166, "
         "sts_reconciler.go:496-503, lws_reconciler.go:345-352: each role's Deployment, StatefulSet or "
         "LeaderWorkerSet WithOwnerReferences(... WithController(true)) to the RoleBasedGroup (its default "
-        "RoleInstanceSet, roleinstanceset_reconciler.go:196-203, is no workload this reads: the chain ends there)",
+        "RoleInstanceSet, roleinstanceset_reconciler.go:196-203, is followed from its pods: `THROUGH_LABELS`)",
     # the pods' controller is a RayCluster (ray-project/kuberay v1.7.0 raycluster_controller.go:1753 buildHeadPod,
     # :1800 buildWorkerPod: controllerutil.SetControllerReference(&instance, &pod, ...)), whose controller is the
     # RayService (rayservice_controller.go:1544 constructRayClusterForRayService: ctrl.SetControllerReference(
@@ -55,11 +58,44 @@ OPERATORS: dict[tuple[str, str], str] = {
 # controller (resource.go, ctrl.SetControllerReference, 0284ad8648d328adb8b00be2cf6eac3c20736675), with the
 # DynamoComponentDeployment's labels on itself (getKubeLabels) and that label on its pod template
 # (generatePodTemplateSpec; dynamocomponentdeployment_controller.go, 015d2b9e285e278f703564d84af2e0f20d47eb17).
+# RBG v0.7.0 (sgl-project/rbg 01df6fc), a role of its default workload: the RoleBasedGroup controls the
+# RoleInstanceSet `<group>-<role>` (pkg/reconciler/roleinstanceset_reconciler.go:185-203), which controls each
+# RoleInstance `<set>-<ordinal>` (roleinstanceset/statefulmode/stateful_instance_set_utils.go:75, :208-210),
+# which controls its pods (roleinstance/core/instance_core.go:127-128: metav1.NewControllerRef(instance,
+# RoleInstance)); each pod carries its template's `rbg.workloads.x-k8s.io/group-name: <group>` (the role's
+# common labels, api/workloads/v1alpha2/helper.go:34-42, set on every component template by
+# pod_reconciler.go:143). Here the label is on the pod the RoleInstance controls (`owners.generated_of_pod`).
 THROUGH_LABELS: dict[tuple[str, str], tuple[str, str]] = {
     ("serving.knative.dev", "Revision"): ("serving.kserve.io/inferenceservice", "InferenceService"),
     ("kaito.sh", "Workspace"): ("inferenceset.kaito.sh/created-by", "InferenceSet"),
     ("nvidia.com", "DynamoComponentDeployment"): ("nvidia.com/dynamo-graph-deployment-name", "DynamoGraphDeployment"),
+    ("workloads.x-k8s.io", "RoleInstance"): ("rbg.workloads.x-k8s.io/group-name", "RoleBasedGroup"),
 }
+
+
+# kind of an object an autoscaler targets in a workload's stead -> (the operator resource's kind, the pod label
+# naming it, the pod labels whose values, joined by "-", name the object). RBG v0.7.0 (sgl-project/rbg 01df6fc):
+# for a role with scalingAdapter.enable the group makes and owns the adapter `<group>-<role>`
+# (pkg/scale/scaling_adapter.go:25-27, internal/controller/workloads/rolebasedgroup_controller.go:820-877), and
+# every pod of the role carries both names (api/workloads/v1alpha2/helper.go:34-42, whatever its workload kind).
+SCALED_THROUGH: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "RoleBasedGroupScalingAdapter": (
+        "RoleBasedGroup",
+        "rbg.workloads.x-k8s.io/group-name",
+        ("rbg.workloads.x-k8s.io/group-name", "rbg.workloads.x-k8s.io/role-name"),
+    ),
+}
+
+
+def scaled_through(pod_labels: Mapping[str, Any]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """((kind, name) an autoscaler may target to scale a pod with `pod_labels`, (kind, name) of the operator
+    resource that object scales) for each `SCALED_THROUGH` entry whose labels the pod carries."""
+    out = []
+    for kind, (owner_kind, owner_label, parts) in SCALED_THROUGH.items():
+        values = [str(pod_labels.get(label) or "") for label in parts]
+        if all(values) and pod_labels.get(owner_label):
+            out.append(((kind, "-".join(values)), (owner_kind, str(pod_labels[owner_label]))))
+    return out
 
 
 def _group(api_version: str) -> str:
@@ -79,8 +115,8 @@ def operator_owner(
     metadata: Mapping[str, Any], template_labels: Mapping[str, Any] | None = None
 ) -> tuple[str, str] | None:
     """(kind, name) of the operator resource a generated controller's label names (`THROUGH_LABELS`, on the
-    workload or its pod template), else of the controller owner when it is an operator resource of
-    `OPERATORS`, else None."""
+    workload or pod of `metadata`, or the workload's pod template), else of the controller owner when it is an
+    operator resource of `OPERATORS`, else None."""
     ref = controller(metadata)
     key = (_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""))
     if key in THROUGH_LABELS:

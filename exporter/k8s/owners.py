@@ -8,15 +8,17 @@ the ownerReferences of objects already read, never from the operator's own resou
     Pod -> ReplicaSet (its name less the pod-template hash names the Deployment) -> Deployment -> owner
     Pod -> StatefulSet -> owner;   Pod of a LeaderWorkerSet (its label) -> LeaderWorkerSet -> owner
     Pod -> RayCluster (KubeRay makes the pods itself) -> RayService
+    Pod of a RoleInstance (its group-name label) -> RoleBasedGroup
 
 `OPERATORS` (`owner_refs.py`) lists the owners followed (API group, kind); an owner of any other kind ends
 the chain, and the generated workload stands. KServe's Knative mode (a Knative Revision controls the
 Deployment) is followed by the label Knative copies onto it from the Revision, which KServe set on the Revision
-template, and KAITO's InferenceSet (a Workspace controls the StatefulSet) by the label the StatefulSet's pod
-template carries from the Workspace, and Dynamo's DynamoGraphDeployment (a DynamoComponentDeployment controls
-the Deployment) by the label the DynamoComponentDeployment passes on to it (`THROUGH_LABELS`). Not followed,
-for its chain passes an object the cluster role does not read: RBG's default RoleInstanceSet (its pods'
-controller is a RoleInstance); RBG roles of a Deployment, StatefulSet or LeaderWorkerSet are.
+template, KAITO's InferenceSet (a Workspace controls the StatefulSet) by the label the StatefulSet's pod
+template carries from the Workspace, Dynamo's DynamoGraphDeployment (a DynamoComponentDeployment controls the
+Deployment) by the label the DynamoComponentDeployment passes on to it, and RBG's default workload, a
+RoleInstanceSet (a RoleInstance controls the pods), by the label each pod carries naming its RoleBasedGroup
+(`THROUGH_LABELS`, read on the pod by `generated_of_pod`). Not followed, for its chain passes an object the
+cluster role does not read and no label names its end: Dynamo on Grove (a PodClique controls the pods).
 """
 
 from __future__ import annotations
@@ -32,8 +34,13 @@ __all__ = ["OPERATORS", "controller", "operator_owner"]
 
 
 def generated_of_pod(metadata: Mapping[str, Any]) -> tuple[str, str]:
-    """(kind, name) of the workload a pod's controller chain starts at: LeaderWorkerSet (its label),
-    Deployment (of its ReplicaSet), StatefulSet, else its controller's kind ("Pod": none)."""
+    """(kind, name) of the workload a pod's controller chain starts at: the operator resource a label of the pod
+    names where its controller is one the role does not read (`THROUGH_LABELS`: RBG's RoleInstance),
+    LeaderWorkerSet (its label), Deployment (of its ReplicaSet), StatefulSet, else its controller's kind
+    ("Pod": none). The one reading of a pod's workload for every role (`exporter.pod_fields.workload_of`)."""
+    through = operator_owner(metadata)
+    if through is not None:
+        return through
     name = workload_of_pod(metadata)
     if as_dict(metadata.get("labels")).get(LWS_NAME_LABEL):
         return ("LeaderWorkerSet", name)

@@ -227,6 +227,9 @@ class Workload:
     routed_by: str = field(default="", compare=False)
     # the name of the operator resource that controls it (`owner_refs.OPERATORS`): the replica series' workload
     owner: str = field(default="", compare=False)
+    # (kind, name) of what else an autoscaler targets to scale it: an object that sets its replicas (RBG's
+    # RoleBasedGroupScalingAdapter of a role), matched as an autoscaler's scaleTargetRef
+    scaled_through: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def pod(self) -> PodTemplate:

@@ -59,7 +59,9 @@ class ReplicasCollector(Watching):
     def collect(self) -> Iterable[Family]:
         self.wait_for_first_lists()
         generated = self._pods.values()
-        resolve = owned.resolver(r for view in self._workloads.values() for r in view.values())
+        resolve = owned.resolver(
+            [*(r for view in self._workloads.values() for r in view.values()), *owned.scale_targets(generated)]
+        )
         pods = owned.pods(generated, resolve)
         hpas = owned.autoscalers(self._hpas.values() if self._hpas is not None else [], resolve)
         with self._lock:

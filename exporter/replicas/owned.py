@@ -1,6 +1,10 @@
 """The workload the replica series name (pure): the operator resource the user edits where an operator
 generated the engine pods' workload (`exporter.k8s.owners`), else the generated workload itself.
 
+An autoscaler names its scale target: the generated workload, or an object the operator makes for it to target
+(RBG's RoleBasedGroupScalingAdapter of a role, known from the engine pods' labels: `scale_targets`); its series
+name that target's owner, so `llm_autoscaler_*` and `llm_replica_*` of one resource join on `workload`.
+
 The start-up tracker counts by generated workload (the audit reads its cold starts per Deployment,
 StatefulSet or LeaderWorkerSet); the series add up the generated workloads of one owner (a KServe
 predictor and its transformer, say) under the owner's name.
@@ -11,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
+from exporter.k8s import owner_refs
 from exporter.k8s.owners import Key, top_owner
 from exporter.replicas.autoscalers import Autoscaler
 from exporter.replicas.startup import Histogram, PodStart
@@ -22,6 +27,14 @@ def resolver(owned: Iterable[tuple[Key, tuple[str, str]]]) -> Resolve:
     """From the operator owner of each generated workload read (`owners.owned_record`)."""
     table = dict(owned)
     return lambda namespace, kind, name: top_owner(namespace, kind, name, table)[1]
+
+
+def scale_targets(records: Iterable[PodStart]) -> list[tuple[Key, tuple[str, str]]]:
+    """The operator resource behind each object an autoscaler may target in its workload's stead, read from the
+    engine pods' labels (`owner_refs.SCALED_THROUGH`: RBG's RoleBasedGroupScalingAdapter `<group>-<role>`)."""
+    return [
+        ((p.namespace, *target), owner) for p in records for target, owner in owner_refs.scaled_through(dict(p.labels))
+    ]
 
 
 def pods(records: Iterable[PodStart], resolve: Resolve) -> list[PodStart]:

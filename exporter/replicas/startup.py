@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from exporter.k8s import owners
-from exporter.pod_fields import condition_since, timestamp, workload_of
+from exporter.pod_fields import condition_since, timestamp
 from exporter.replicas.model_info import ModelInfo
 
 PHASES = ("scheduling", "starting")
@@ -53,16 +53,17 @@ def pod_start(obj: Mapping[str, Any], scrape_annotation: str) -> PodStart | None
     if created is None:
         return None
     status = obj.get("status") or {}
+    kind, workload = owners.generated_of_pod(meta)  # the one reading of a pod's workload (`pod_fields.workload_of`)
     return PodStart(
         str(meta.get("uid", "")),
         str(meta.get("namespace", "")),
-        workload_of(meta),
+        workload,
         created,
         condition_since(status, "PodScheduled"),
         condition_since(status, "Ready"),
         tuple(sorted((meta.get("labels") or {}).items())),
         str(meta.get("name", "")),
-        workload_kind=owners.generated_of_pod(meta)[0],
+        workload_kind=kind,
     )
 
 

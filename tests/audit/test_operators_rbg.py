@@ -14,16 +14,20 @@ from tests.audit.test_command import audit
 from tests.audit.test_command import audit_files as _found
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "audit_corpus" / "rbg-sglang"
-ADAPTER = "(an HPA on its RoleBasedGroupScalingAdapter)"
 # RBG adds no probe, preStop hook, toleration, grace period or PDB: each is the role template's
 NO_AUTOSCALER = ("autoscaler-utilization-signal", "autoscaler-scale-to-zero", "autoscaler-cooldown-short",
                  "keda-null-as-zero")  # fmt: skip
 
 
-def _expected(role: str, at: str, readiness: str, startup: str) -> dict[str, tuple[str, str | None]]:
+def _adapter(group: str, role: str) -> str:
+    """Where a role's autoscaler is set: RBG makes the adapter `<group>-<role>` an HPA of the user's targets."""
+    return f"spec.roles[{role}].scalingAdapter (an HPA on RoleBasedGroupScalingAdapter {group}-{role})"
+
+
+def _expected(role: str, at: str, readiness: str, startup: str, group: str) -> dict[str, tuple[str, str | None]]:
     pod = f"{at}.template.spec"
     return {
-        **{c: ("n/a", f"spec.roles[{role}].scalingAdapter {ADAPTER}") for c in NO_AUTOSCALER},
+        **{c: ("n/a", _adapter(group, role)) for c in NO_AUTOSCALER},
         "fixed-replicas": ("fail", f"spec.roles[{role}].replicas"),
         "round-robin-routing": ("n/a", f"spec.roles[{role}].replicas"),
         "no-readiness-probe": (readiness, f"{pod}.containers[].readinessProbe"),
@@ -48,7 +52,7 @@ def test_pd_sample_audits_prefill_and_decode_not_the_router() -> None:
     # readiness /health after 60 s; a liveness probe after 120 s and no startup probe: a slow load is killed
     assert found == {
         ("RoleBasedGroup", f"sglang-pd-inference/{role}"): _expected(
-            role, f"spec.roles[{role}].standalonePattern", "pass", "fail"
+            role, f"spec.roles[{role}].standalonePattern", "pass", "fail", "sglang-pd-inference"
         )
         for role in ("prefill", "decode")
     }
@@ -59,7 +63,9 @@ def test_leader_worker_sample_has_no_probe_at_all() -> None:
     assert rc == 1, err
     # one role: named after the group; no readiness probe, and no liveness probe to kill a slow start
     assert found == {
-        ("RoleBasedGroup", "agg-lwd"): _expected("backend", "spec.roles[backend].leaderWorkerPattern", "fail", "pass")
+        ("RoleBasedGroup", "agg-lwd"): _expected(
+            "backend", "spec.roles[backend].leaderWorkerPattern", "fail", "pass", "agg-lwd"
+        )
     }
 
 
@@ -88,7 +94,7 @@ def test_a_role_template_with_its_patch_is_read_and_found_there(tmp_path: Path) 
         "pass", "spec.roleTemplates[sglang].template.spec.containers[].readinessProbe")  # fmt: skip
 
 
-def test_a_scaling_adapter_and_a_custom_components_role_are_named_in_notes(tmp_path: Path) -> None:
+def test_a_custom_components_role_is_named_in_a_note(tmp_path: Path) -> None:
     rbg = _pd()
     rbg["spec"]["roles"][1]["scalingAdapter"] = {"enable": True}
     rbg["spec"]["roles"][2] = {"name": "decode", "replicas": 1, "customComponentsPattern": {"components": []}}
@@ -97,10 +103,71 @@ def test_a_scaling_adapter_and_a_custom_components_role_are_named_in_notes(tmp_p
     rc, out, err = audit("-f", str(path), "--output", "json")
     assert rc == 1
     assert {r["name"] for r in json.loads(out)} == {"sglang-pd-inference/prefill"}
+    # an enabled scalingAdapter without an HPA in the input: a role of fixed replicas, and no note
+    assert "audit: note: RoleBasedGroup default/sglang-pd-inference: spec.roles[decode].customComponentsPattern is " \
+        "not read\n" in err  # fmt: skip
+    assert "scalingAdapter" not in err
+
+
+# The scaling sample's HPA (examples/basic/rbg/scaling/scaling-adapter-with-hpa.yaml): min 1, max 10, CPU at 80 %
+def _sample_hpa() -> dict[str, Any]:
+    docs = [d for d in yaml.safe_load_all((CORPUS / "scaling-adapter-with-hpa.yaml").read_text()) if d]
+    (hpa,) = [d for d in docs if d["kind"] == "HorizontalPodAutoscaler"]
+    return dict(hpa)
+
+
+def test_the_scaling_sample_runs_no_engine_and_its_own_adapters_scale_nothing() -> None:
+    """The sample writes two adapters of its own and an HPA on one; RBG v0.7.0 reconciles only the adapter the
+    group owns (the one it makes, `<group>-<role>`), so neither written adapter scales its role: said in a note.
+    Its roles run nginx on CPUs: no engine, nothing audited."""
+    rc, found, err, _ = _found(CORPUS / "scaling-adapter-with-hpa.yaml")
+    assert (rc, found) == (2, {})
     assert (
-        "RoleBasedGroup default/sglang-pd-inference: spec.roles[prefill].scalingAdapter: an HPA on its "
-        "RoleBasedGroupScalingAdapter is not read; spec.roles[decode].customComponentsPattern is not read" in err
+        "audit: note: RoleBasedGroup default/inference-cluster: RoleBasedGroupScalingAdapter prefill-scaling-adapter "
+        "(spec.roles[prefill]) is not owned by the group: RBG scales a role only through the adapter the group "
+        "owns, inference-cluster-prefill, made for scalingAdapter.enable: true; an autoscaler on "
+        "prefill-scaling-adapter scales nothing; RoleBasedGroupScalingAdapter decode-scaling-adapter "
+        "(spec.roles[decode]) is not owned by the group: RBG scales a role only through the adapter the group "
+        "owns, inference-cluster-decode, made for scalingAdapter.enable: true; an autoscaler on "
+        "decode-scaling-adapter scales nothing\n" in err
     )
+    assert "skipped" not in err  # the adapters are read, not skipped as a kind no check reads
+
+
+def test_an_hpa_on_the_adapter_rbg_makes_is_the_roles_autoscaler(tmp_path: Path) -> None:
+    """The PD sample's prefill role with its scalingAdapter enabled and the scaling sample's HPA on the adapter
+    RBG makes for it, `sglang-pd-inference-prefill`: the autoscaler checks judge the HPA, on the role."""
+    rbg = _pd()
+    prefill = next(r for r in rbg["spec"]["roles"] if r["name"] == "prefill")
+    prefill["scalingAdapter"] = {"enable": True}
+    hpa = _sample_hpa()
+    hpa["spec"]["scaleTargetRef"]["name"] = "sglang-pd-inference-prefill"
+    path = tmp_path / "rbg.yaml"
+    path.write_text(yaml.safe_dump_all([rbg, hpa]))
+    rc, found, err, _ = _found(path)
+    assert rc == 1, err
+    adapter = _adapter("sglang-pd-inference", "prefill")
+    expected = _expected("prefill", "spec.roles[prefill].standalonePattern", "pass", "fail", "sglang-pd-inference")
+    assert found[("RoleBasedGroup", "sglang-pd-inference/prefill")] == {
+        **expected,
+        "fixed-replicas": ("pass", "spec.roles[prefill].replicas"),  # scaled by hpa prefill-hpa
+        "autoscaler-utilization-signal": ("fail", adapter),  # resource:cpu
+        "autoscaler-scale-to-zero": ("pass", adapter),  # minReplicas 1
+        "autoscaler-cooldown-short": ("fail", adapter),  # the HPA's default 300 s window < the 600 s cold start
+        "keda-null-as-zero": ("n/a", adapter),  # not KEDA
+        "round-robin-routing": ("unknown", "spec.roles[prefill].replicas"),  # up to 10; RBG's Service is headless
+    }
+    # decode has no autoscaler
+    assert found[("RoleBasedGroup", "sglang-pd-inference/decode")] == _expected(
+        "decode", "spec.roles[decode].standalonePattern", "pass", "fail", "sglang-pd-inference"
+    )
+    # without scalingAdapter.enable RBG makes no adapter: the same HPA scales nothing; so on the sample's own name
+    for enable, target in ((False, "sglang-pd-inference-prefill"), (True, "prefill-scaling-adapter")):
+        prefill["scalingAdapter"] = {"enable": enable}
+        hpa["spec"]["scaleTargetRef"]["name"] = target
+        path.write_text(yaml.safe_dump_all([rbg, hpa]))
+        rc, found, err, _ = _found(path)
+        assert found[("RoleBasedGroup", "sglang-pd-inference/prefill")] == expected, (enable, target)
 
 
 def test_a_v1alpha1_role_template_and_leader_worker_set_are_read(tmp_path: Path) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from exporter import pod_fields
 from exporter.audit import measured
-from exporter.k8s import owners, workloads
-from exporter.replicas import owned
+from exporter.k8s import owner_refs, owners, workloads
+from exporter.replicas import owned, startup
 from exporter.replicas.autoscalers import Autoscaler
 from exporter.replicas.startup import BUCKETS, Histogram, PodStart
 
@@ -132,6 +133,50 @@ def test_the_generated_workload_of_a_pod() -> None:
                  "00000005"), labels={"leaderworkerset.sigs.k8s.io/name": "meta-llama3"})  # fmt: skip
     assert owners.generated_of_pod(worker["metadata"]) == ("LeaderWorkerSet", "meta-llama3")
     assert owners.generated_of_pod(obj("Pod", "bare")["metadata"]) == ("Pod", "bare")
+
+
+# RBG v0.7.0's default workload: RoleBasedGroup -> RoleInstanceSet `<group>-<role>` -> RoleInstance `<set>-<n>` ->
+# pod, named as the RoleInstance (standalone), with the role's labels and the instance's (owner_refs.THROUGH_LABELS)
+INSTANCE = ref("workloads.x-k8s.io/v1alpha2", "RoleInstance", "sglang-pd-decode-0", "8b9c0d1e-0000-4000-8000-4")
+RBG_POD_LABELS = {
+    "rbg.workloads.x-k8s.io/group-name": "sglang-pd", "rbg.workloads.x-k8s.io/role-name": "decode",
+    "rbg.workloads.x-k8s.io/role-instance-name": "sglang-pd-decode-0",
+    "rbg.workloads.x-k8s.io/component-name": "decode", "rbg.workloads.x-k8s.io/component-id": "0",
+    "statefulset.kubernetes.io/pod-name": "sglang-pd-decode-0",
+}  # fmt: skip
+
+
+def test_a_role_instances_pod_names_its_role_based_group_by_its_label() -> None:
+    pod = obj("Pod", "sglang-pd-decode-0", INSTANCE, labels=RBG_POD_LABELS)
+    assert owners.operator_owner(pod["metadata"]) == ("RoleBasedGroup", "sglang-pd")
+    assert owners.generated_of_pod(pod["metadata"]) == ("RoleBasedGroup", "sglang-pd")
+    assert pod_fields.workload_of(pod["metadata"]) == "sglang-pd"  # every role reads it so (the node role too)
+    # without the label the chain ends at the RoleInstance, as for any controller the role does not read
+    bare = obj("Pod", "sglang-pd-decode-0", INSTANCE, labels={"rbg.workloads.x-k8s.io/role-name": "decode"})
+    assert owners.generated_of_pod(bare["metadata"]) == ("RoleInstance", "sglang-pd-decode-0")
+    # the same kind in another group is another controller; the label on a Deployment role's pod names nothing
+    other = ref("other.example.com/v1", "RoleInstance", "sglang-pd-decode-0", "9c0d1e2f-0000-4000-8000-5")
+    assert owners.generated_of_pod(obj("Pod", "x", other, labels=RBG_POD_LABELS)["metadata"]) == (
+        "RoleInstance", "sglang-pd-decode-0")  # fmt: skip
+    rs = ref("apps/v1", "ReplicaSet", "sglang-pd-decode-6c8f9d7b5c", "0d1e2f3a-0000-4000-8000-6")
+    assert owners.generated_of_pod(obj("Pod", "sglang-pd-decode-6c8f9d7b5c-q2w4e", rs, labels=RBG_POD_LABELS)[
+        "metadata"]) == ("Deployment", "sglang-pd-decode")  # fmt: skip
+    start = startup.pod_start({**pod, "metadata": {**pod["metadata"], "creationTimestamp": "2026-12-03T10:00:00Z"}}, "")
+    assert start is not None and (start.workload_kind, start.workload) == ("RoleBasedGroup", "sglang-pd")
+
+
+def test_an_hpa_on_an_rbg_roles_scaling_adapter_names_the_role_based_group() -> None:
+    """RBG makes the adapter `<group>-<role>` for a role's scalingAdapter; an HPA of the user's targets it."""
+    assert owner_refs.scaled_through(RBG_POD_LABELS) == [
+        (("RoleBasedGroupScalingAdapter", "sglang-pd-decode"), ("RoleBasedGroup", "sglang-pd"))
+    ]
+    assert owner_refs.scaled_through({"rbg.workloads.x-k8s.io/group-name": "sglang-pd"}) == []  # no role: no adapter
+    pod = PodStart("u1", NS, "sglang-pd", 0.0, 1.0, 2.0, tuple(sorted(RBG_POD_LABELS.items())), "sglang-pd-decode-0",
+                   workload_kind="RoleBasedGroup")  # fmt: skip
+    resolve = owned.resolver(owned.scale_targets([pod]))
+    hpa = Autoscaler(NS, "sglang-pd-decode", "decode-hpa", "hpa", 1, 10, 1, 1, False, "RoleBasedGroupScalingAdapter")
+    plain = Autoscaler(NS, "sglang-pd-decode", "hpa", "hpa", 1, 4, 1, 1, False, "Deployment")  # a Deployment's
+    assert [a.workload for a in owned.autoscalers([hpa, plain], resolve)] == ["sglang-pd", "sglang-pd-decode"]
 
 
 def test_owned_record_keeps_only_operator_owned_workloads() -> None:

@@ -42,6 +42,7 @@ REFERRED: frozenset[tuple[str, str]] = frozenset({
     ("ClusterServingRuntime", "ome.io/"),
     ("BaseModel", "ome.io/"),  # the model an OME InferenceService serves: nothing a check reads
     ("ClusterBaseModel", "ome.io/"),
+    ("RoleBasedGroupScalingAdapter", "workloads.x-k8s.io/"),  # an RBG role's, scaled through by an autoscaler
 })  # fmt: skip
 
 

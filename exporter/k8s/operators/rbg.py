@@ -19,8 +19,14 @@ Cited from github.com/sgl-project/rbg at tag v0.7.0 (01df6fc39e3e979b4adade9ceef
   hook, no toleration and no grace period (the API's 30 s), so each is the role template's;
 - helper.go:101-110: the Service `s-<group>-<role>` is headless (each replica is addressed by name), so no
   Service spreads requests round-robin over a role's replicas;
-- `scalingAdapter` makes a RoleBasedGroupScalingAdapter that an HPA of the user's may target
-  (api/workloads/v1alpha2/rolebasedgroupscalingadapter_types.go): that HPA is not matched to the role (a note).
+- `scalingAdapter.enable: true` makes the role's RoleBasedGroupScalingAdapter `<group>-<role>`
+  (pkg/scale/scaling_adapter.go:25-27; internal/controller/workloads/rolebasedgroup_controller.go:820-877: made
+  with an ownerReference to the group, unless one of that name exists), whose scale subresource sets the role's
+  `replicas` (rolebasedgroupscalingadapter_controller.go:217-230, api/workloads/v1alpha2/
+  rolebasedgroupscalingadapter_types.go: `spec.scaleTargetRef` {name: the group, role}): an autoscaler on it
+  (an HPA, a KEDA ScaledObject) is the role's (`Workload.scaled_through`). An adapter no ownerReference ties to
+  the group is skipped (rolebasedgroupscalingadapter_controller.go:113-119, pkg/scale/scaling_adapter.go:29-38):
+  one written in the input scales nothing (a note), and one written as `<group>-<role>` keeps RBG from making its own.
 
 `customComponentsPattern` roles are named in a note and not read.
 """
@@ -30,20 +36,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from exporter.k8s.fields import Source, as_dict, as_int, meta, strs
+from exporter.k8s import owner_refs
+from exporter.k8s.fields import Source, as_dict, as_int, as_list, meta, strs
 from exporter.k8s.operators.base import Derived, Refs, listed, merge
 from exporter.k8s.workloads import PodTemplate, Workload, pod_template
 
 RELEASE = "RBG v0.7.0"
 GROUP_LABEL = "rbg.workloads.x-k8s.io/group-name"
 ROLE_LABEL = "rbg.workloads.x-k8s.io/role-name"
+ADAPTER = "RoleBasedGroupScalingAdapter"
 
 
-def _fields(at: str, role: str) -> dict[str, str]:
+def adapter_name(group: str, role: str) -> str:
+    """The adapter RBG makes for a role, `<group>-<role>` (pkg/scale/scaling_adapter.go:25-27), named from the
+    role's pod labels as the cluster role names it (`owner_refs.SCALED_THROUGH`); "" without both names."""
+    named = owner_refs.scaled_through({GROUP_LABEL: group, ROLE_LABEL: role})
+    return next((name for (kind, name), _ in named if kind == ADAPTER), "")
+
+
+def _fields(at: str, group: str, role: str) -> dict[str, str]:
     pod = f"{at}.template.spec"
     return {
         "replicas": f"spec.roles[{role}].replicas",
-        "autoscaler": f"spec.roles[{role}].scalingAdapter (an HPA on its RoleBasedGroupScalingAdapter)",
+        "autoscaler": f"spec.roles[{role}].scalingAdapter (an HPA on {ADAPTER} {adapter_name(group, role)})",
         "readinessProbe": f"{pod}.containers[].readinessProbe",
         "startupProbe": f"{pod}.containers[].startupProbe",
         "terminationGracePeriodSeconds": f"{pod}.terminationGracePeriodSeconds",
@@ -110,12 +125,41 @@ def role_pods(
     return (_labelled(template, group, name),), where, ""
 
 
+def written_adapters(refs: Refs, group: str, namespace: str) -> list[tuple[str, str, bool]]:
+    """(name, role, owned) of each RoleBasedGroupScalingAdapter of the input whose `spec.scaleTargetRef` names the
+    group; `owned`: an ownerReference names the group (RBG reconciles no other adapter)."""
+    out = []
+    for adapter in refs.get(ADAPTER, ()):
+        metadata = as_dict(adapter.get("metadata"))
+        target = as_dict(as_dict(adapter.get("spec")).get("scaleTargetRef"))
+        if str(metadata.get("namespace") or namespace) != namespace or target.get("name") != group:
+            continue
+        owned = any(
+            as_dict(r).get("kind") == "RoleBasedGroup" and as_dict(r).get("name") == group
+            for r in as_list(metadata.get("ownerReferences"))
+        )
+        out.append((str(metadata.get("name") or ""), str(target.get("role") or ""), owned))
+    return out
+
+
+def _inert(name: str, role: str, group: str) -> str:
+    made = adapter_name(group, role)
+    why = (
+        "RBG finds it and makes none of its own, and reconciles only an adapter the group owns"
+        if name == made
+        else f"RBG scales a role only through the adapter the group owns, {made}, made for scalingAdapter.enable: true"
+    )
+    return f"{ADAPTER} {name} (spec.roles[{role}]) is not owned by the group: {why}; an autoscaler on {name} " \
+        "scales nothing"  # fmt: skip
+
+
 def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: Refs) -> Derived:
     namespace, group, labels, annotations = meta(obj, default_namespace)
     spec = as_dict(obj.get("spec"))
     roles = listed(spec.get("roles"))
     if not roles:
         return Derived(note="no spec.roles: RBG generates nothing")
+    written = written_adapters(refs, group, namespace)
     workloads: list[Workload] = []
     odd: list[str] = []
     for role in roles:
@@ -124,14 +168,18 @@ def read(obj: Mapping[str, Any], default_namespace: str, source: Source, refs: R
         if why:
             odd.append(why)
             continue
-        adapter = as_dict(role.get("scalingAdapter"))
-        if adapter.get("enable") is True:
-            odd.append(f"spec.roles[{name}].scalingAdapter: an HPA on its RoleBasedGroupScalingAdapter is not read")
+        made = adapter_name(group, name)
+        through = [(ADAPTER, n) for n, r, owned in written if owned and r == name]
+        taken = any(n == made and not owned for n, _, owned in written)  # RBG then makes none (a note below)
+        if as_dict(role.get("scalingAdapter")).get("enable") is True and made and not taken:
+            through.append((ADAPTER, made))
         replicas = as_int(role.get("replicas"))
         workloads.append(
             Workload(
                 "RoleBasedGroup", namespace, group if len(roles) == 1 else f"{group}/{name}", labels, annotations,
-                1 if replicas is None else replicas, pods, source, fields=_fields(where, name),
+                1 if replicas is None else replicas, pods, source, fields=_fields(where, group, name),
+                scaled_through=tuple(dict.fromkeys(through)),
             )
         )  # fmt: skip
+    odd += [_inert(n, r, group) for n, r, owned in written if not owned]
     return Derived(tuple(workloads), note="; ".join(odd))
