@@ -3,7 +3,8 @@
 The API server's lists carry neither `kind` nor `apiVersion` on their items: each transform stamps them
 back, then reduces the object to the audit's model (the same pure functions as for manifests). ConfigMaps are
 read for the variables and files the engines read from them, as `exporter.k8s.environment` reads them from
-manifests; of each only its short `data` values are kept (`environment.kept`).
+manifests; of each only its short `data` values are kept (`environment.kept`). Of GKE's BackendConfigs only
+the name, namespace and timeoutSec are kept (`frontends.backend_config_kept`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from exporter.audit import inventory, nodes
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
-from exporter.k8s import environment, workloads
+from exporter.k8s import environment, frontends, workloads
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.sources.kube_reflector import Reflector
 from exporter.sources.kube_shared import shared
@@ -34,6 +35,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "httproutes": ("gateway.networking.k8s.io/v1", "HTTPRoute", True),
     "routes": ("route.openshift.io/v1", "Route", True),
     "inferencepools": ("inference.networking.k8s.io/v1", "InferencePool", True),
+    "backendconfigs": (frontends.BACKEND_CONFIG_API, "BackendConfig", True),
     "configmaps": ("v1", "ConfigMap", True),
     "nodes": ("v1", "Node", True),
 }
@@ -44,11 +46,14 @@ WORKLOAD_RESOURCES = ("deployments", "statefulsets", "leaderworkersets")
 
 def stamp(resource: str, keep: Recognition | None = None) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     """The transform of `resource`: the object with its kind and apiVersion, less what no check reads (a node's
-    status but its capacity, a ConfigMap's long values). With `keep`, a workload that is neither an engine nor
-    a router is not kept: the cluster role holds the few that matter, not every Deployment of the cluster."""
+    status but its capacity, a ConfigMap's long values, a BackendConfig's spec but its timeoutSec). With `keep`,
+    a workload that is neither an engine nor a router is not kept: the cluster role holds the few that matter,
+    not every Deployment of the cluster."""
     api_version, kind, _ = RESOURCES[resource]
     if resource == "configmaps":
         return environment.kept
+    if resource == "backendconfigs":
+        return frontends.backend_config_kept
 
     def transform(obj: dict[str, Any]) -> dict[str, Any] | None:
         meta = obj.get("metadata") or {}
@@ -104,6 +109,7 @@ def reflectors(
             "httproutes": view(shared(api, "httproutes", **watch("httproutes"))),
             "routes": view(shared(api, "routes", **watch("routes"))),
             "inferencepools": view(shared(api, "inferencepools", **watch("inferencepools"))),
+            "backendconfigs": view(shared(api, "backendconfigs", **watch("backendconfigs"))),
             "configmaps": view(shared(api, "configmaps", **watch("configmaps"))),
             "nodes": view(shared(api, "nodes", **watch("nodes"))),
         }

@@ -262,6 +262,21 @@ def backend_config_ref(annotations: Mapping[str, str]) -> str | None:
     return next((annotations[k] for k in BACKEND_CONFIG if k in annotations), None)
 
 
+BACKEND_CONFIG_API = "cloud.google.com/v1"
+
+
+def backend_config_kept(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A BackendConfig as the API server lists it (its items carry no kind or apiVersion) reduced to what
+    `backend_config` reads: its name, namespace and `spec.timeoutSec`, with its kind and apiVersion."""
+    metadata, spec = as_dict(obj.get("metadata")), as_dict(obj.get("spec"))
+    return {
+        "apiVersion": BACKEND_CONFIG_API,
+        "kind": "BackendConfig",
+        "metadata": {k: metadata[k] for k in ("name", "namespace") if k in metadata},
+        "spec": {k: spec[k] for k in ("timeoutSec",) if k in spec},
+    }
+
+
 def backend_config(obj: Mapping[str, Any], default_namespace: str = "default") -> tuple[str, str, float | None] | None:
     """(namespace, name, spec.timeoutSec or None) of a GKE BackendConfig; None for any other object."""
     if obj.get("kind") != "BackendConfig" or not str(obj.get("apiVersion") or "").startswith("cloud.google.com/"):
@@ -306,7 +321,7 @@ def backend_timeout(
         if name is None:
             found.add(rule.timeout)
         elif configs is None or name not in configs:
-            return None  # a BackendConfig not seen (the cluster role does not watch them)
+            return None  # a BackendConfig not seen (not among the manifests, not served or not granted)
         else:
             seconds = configs[name]
             found.add(rule.timeout if seconds is None else Timeout(seconds, "spec"))

@@ -1,7 +1,9 @@
-"""The routes collector (cluster role): Ingresses, HTTPRoutes, Services and engine pods, watched.
+"""The routes collector (cluster role): Ingresses, HTTPRoutes, Services and engine pods, watched, and GKE's
+BackendConfigs for the timeouts of GKE Ingresses.
 
-Ingresses, HTTPRoutes and Services are optional (the Gateway API CRDs may not be installed, RBAC may not
-grant them after an upgrade): a 403 or 404 counts as none, so routes never hold back the cluster view.
+Ingresses, HTTPRoutes, Services and BackendConfigs are optional (the Gateway API's and GKE's CRDs may not be
+installed, RBAC may not grant them after an upgrade): a 403 or 404 counts as none, so routes never hold back
+the cluster view; BackendConfigs not seen leave the GKE Ingresses whose Services name one without a timeout.
 The engine pods ("pods") come from the engine-pod view it shares with the replicas collector
 (`exporter.replicas.engine_pods`). The families are computed again only after a watch event changed one
 of the records they are made of, and served from that result at every scrape.
@@ -45,6 +47,11 @@ def make_reflectors(api: Any, config: Routes, page_size: int = 500) -> dict[str,
         "routes": shared(api, "routes", optional=True, page_size=page_size).view(
             lambda o: frontends.openshift_route(o, defaults=defaults)
         ),
+        # GKE's BackendConfigs (cloud.google.com): the timeout of a GKE Ingress's backend whose Service names one;
+        # absent outside GKE: unavailable, such a route has no timeout series
+        "backendconfigs": shared(api, "backendconfigs", optional=True, page_size=page_size).view(
+            lambda o: frontends.backend_config(frontends.backend_config_kept(o))
+        ),
     }
 
 
@@ -64,7 +71,10 @@ class RoutesCollector(Watching):
         items = {name: r.values() for name, r in self._reflectors.items()}
         engines = model.engine_services(items["services"], items["pods"])
         routes = [*items["ingresses"], *items["httproutes"], *items.get("routes", ())]
-        return families(model.engine_route_timeouts(routes, engines), model.engine_routes(routes, engines))
+        configs = self._reflectors.get("backendconfigs")
+        seen = items["backendconfigs"] if configs is not None and configs.available() else None
+        timeouts = model.engine_route_timeouts(routes, engines, seen)
+        return families(timeouts, model.engine_routes(routes, engines))
 
 
 def families(timeouts: Iterable[model.RouteTimeout], routes: Iterable[Frontend]) -> list[Family]:

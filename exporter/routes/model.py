@@ -9,7 +9,8 @@ Where an object sets no timeout, the controller's default applies. For the contr
 the cluster's own setting (ingress-nginx's and F5 NGINX's ConfigMap, an Ingress of a controller not
 recognised, the OpenShift router, a Gateway implementation), the configured default stands in for it
 (`cluster.routes.*_default_timeout_seconds`; 0: no series); AWS ALB's idle timeout (60 s) and GKE's
-backend service timeout (30 s, or a BackendConfig's) are the load balancers' own.
+backend service timeout (30 s, or the timeoutSec of the BackendConfig the Service names) are the load
+balancers' own.
 
 A route counts when one of its backends is a Service that selects an engine pod (opted in with the
 scrape annotation). Its timeout is the shortest over the rules that reach an engine.
@@ -48,6 +49,9 @@ class EnginePod(Protocol):
 
     @property
     def labels(self) -> tuple[tuple[str, str], ...]: ...
+
+
+BackendConfig = tuple[str, str, float | None]  # GKE: (namespace, name, timeoutSec), `frontends.backend_config`
 
 
 @dataclass(frozen=True)
@@ -94,17 +98,29 @@ def _targets(route: Frontend, engines: Mapping[tuple[str, str], Service]) -> set
     return {("Service", b.name) for rule in route.rules for b in rule.backends if (route.namespace, b.name) in engines}
 
 
-def engine_route_timeouts(routes: Iterable[Frontend], engines: Mapping[tuple[str, str], Service]) -> list[RouteTimeout]:
+def engine_route_timeouts(
+    routes: Iterable[Frontend],
+    engines: Mapping[tuple[str, str], Service],
+    backend_configs: Iterable[BackendConfig] | None = None,
+) -> list[RouteTimeout]:
     """The shortest timeout of each route over its backends that are engine Services; a route with none known
-    (or none at all: "0s") is left out."""
+    (or none at all: "0s") is left out. `backend_configs`: GKE's BackendConfigs as `frontends.backend_config`
+    reads them; None where they cannot be seen (not served, not granted): a Service that names one then has a
+    timeout that cannot be told."""
     refs: dict[str, dict[str, str | None]] = {}
     for (namespace, name), service in engines.items():
         refs.setdefault(namespace, {})[name] = service.backend_config
+    configs: dict[str, dict[str, float | None]] | None = None
+    if backend_configs is not None:
+        configs = {}
+        for namespace, name, seconds in backend_configs:
+            configs.setdefault(namespace, {})[name] = seconds
     out = []
     for route in routes:
+        seen = None if configs is None else configs.get(route.namespace, {})
         known = [
             t
-            for t in frontends.reaching_timeouts(route, _targets(route, engines), refs.get(route.namespace))
+            for t in frontends.reaching_timeouts(route, _targets(route, engines), refs.get(route.namespace), seen)
             if t is not None and t.seconds != frontends.NO_TIMEOUT
         ]
         if known:

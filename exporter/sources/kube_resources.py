@@ -43,6 +43,8 @@ _CUSTOM: dict[str, tuple[str, str, str]] = {
     "podautoscalers": ("autoscaling.aibrix.ai", "v1alpha1", "podautoscalers"),
     "routes": ("route.openshift.io", "v1", "routes"),
     "inferencepools": ("inference.networking.k8s.io", "v1", "inferencepools"),
+    # routes and audit: GKE's BackendConfigs (the timeout of a GKE Ingress's backend)
+    "backendconfigs": ("cloud.google.com", "v1", "backendconfigs"),
     # replicas: the RayService that controls a RayCluster (the controller of KubeRay's pods)
     "rayclusters": ("ray.io", "v1", "rayclusters"),
 }

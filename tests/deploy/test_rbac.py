@@ -52,6 +52,7 @@ def test_the_code_scan_finds_the_watches() -> None:
                                   ("", "services"),
                                   ("networking.k8s.io", "ingresses"),
                                   ("gateway.networking.k8s.io", "httproutes"),
+                                  ("cloud.google.com", "backendconfigs"),
                                   ("autoscaling", "horizontalpodautoscalers"),
                                   ("keda.sh", "scaledobjects"), ("keda.sh", "scaledjobs"),
                                   ("", "configmaps"),

@@ -131,7 +131,7 @@ GCE = frontends.ingress(ingress({}, "gce"))
          Timeout(600, "spec")),
         ('{"default": "plain"}', "8000", {"plain": None}, Timeout(30, "default")),  # it sets no timeoutSec
         ('{"default": "unseen"}', "8000", {}, None),
-        ('{"default": "unseen"}', "8000", None, None),  # BackendConfigs not watched
+        ('{"default": "unseen"}', "8000", None, None),  # BackendConfigs not served or not granted
         ("not json", "8000", {}, None),
     ],
 )  # fmt: skip
@@ -146,6 +146,15 @@ def test_backend_config_objects() -> None:
     assert frontends.backend_config(obj, NS) == (NS, "long", 3600.0)
     assert frontends.backend_config({**obj, "spec": {}}, NS) == (NS, "long", None)
     assert frontends.backend_config({**obj, "apiVersion": "example.com/v1"}, NS) is None
+    # as the API server lists it (no kind or apiVersion on the items): what is read, and nothing else
+    listed = {"metadata": {"name": "long", "namespace": NS, "uid": "u", "annotations": {"a": "b"}},
+              "spec": {"timeoutSec": 3600, "iap": {"enabled": True, "oauthclientCredentials": {"secretName": "s"}}},
+              }  # fmt: skip
+    kept = frontends.backend_config_kept(listed)
+    assert kept == {"apiVersion": "cloud.google.com/v1", "kind": "BackendConfig",
+                    "metadata": {"name": "long", "namespace": NS}, "spec": {"timeoutSec": 3600}}  # fmt: skip
+    assert frontends.backend_config(kept) == (NS, "long", 3600.0)
+    assert frontends.backend_config_kept({"metadata": {"name": "x", "namespace": NS}})["spec"] == {}
     assert frontends.backend_config_ref({"beta.cloud.google.com/backend-config": '{"default": "x"}'}) == (
         '{"default": "x"}'
     )

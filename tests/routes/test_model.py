@@ -189,12 +189,16 @@ def test_openshift_route_timeout_annotation_and_the_routers_default() -> None:
     ]
 
 
-def exposition(objs: list[dict[str, Any]], services: list[dict[str, Any]]) -> str:
-    """The routes' families for these Ingresses and Services, with one engine pod behind Service `vllm`."""
+def exposition(
+    objs: list[dict[str, Any]], services: list[dict[str, Any]], configs: list[model.BackendConfig] | None = None
+) -> str:
+    """The routes' families for these Ingresses and Services, with one engine pod behind Service `vllm`;
+    `configs`: the BackendConfigs seen (None: not served or not granted)."""
     routes = [frontends.ingress(o, defaults=DEFAULTS) for o in objs]
     pods = [PodStart("u1", NS, "vllm-0", 0.0, None, None, (("app", "vllm"),))]
     engines = model.engine_services([model.service_record(s) for s in services], pods)
-    text = render(families(model.engine_route_timeouts(routes, engines), model.engine_routes(routes, engines)))
+    timeouts = model.engine_route_timeouts(routes, engines, configs)
+    text = render(families(timeouts, model.engine_routes(routes, engines)))
     return "".join(line + "\n" for line in text.splitlines() if not line.startswith("#"))
 
 
@@ -228,14 +232,23 @@ def gce_ingress(name: str, backend: str, port: dict[str, Any]) -> dict[str, Any]
 
 
 def test_gke_ingress_has_the_backend_service_timeout() -> None:
-    """GKE's load balancer cuts at its backend service timeout: 30 s unless a BackendConfig sets timeoutSec; the
-    cluster role watches no BackendConfigs, so a Service that names one has a timeout it cannot tell."""
+    """GKE's load balancer cuts at its backend service timeout: 30 s unless the BackendConfig the Service names
+    sets timeoutSec; where BackendConfigs are not seen (not served, not granted) or the one named is not found,
+    the timeout cannot be told: no series."""
     plain = gce_ingress("plain", "vllm", {"number": 8000})
     assert exposition([plain], [service("vllm")]) == (
         'llm_route_timeout_seconds{namespace="llm",route="plain",kind="Ingress",source="default"} 30\n'
     )
     configured = service("vllm", {"cloud.google.com/backend-config": '{"default": "long"}'})
     assert exposition([plain], [configured]) == ""
+    assert exposition([plain], [configured], []) == ""
+    assert exposition([plain], [configured], [("other", "long", 600.0), (NS, "short", 10.0)]) == ""
+    assert exposition([plain], [configured], [(NS, "long", 600.0)]) == (
+        'llm_route_timeout_seconds{namespace="llm",route="plain",kind="Ingress",source="spec"} 600\n'
+    )
+    assert exposition([plain], [configured], [(NS, "long", None)]) == (  # it sets no timeoutSec
+        'llm_route_timeout_seconds{namespace="llm",route="plain",kind="Ingress",source="default"} 30\n'
+    )
     # the ALB's idle timeout is the load balancer's too: not the configured ingress default
     alb = ingress(
         "alb", "vllm", {"alb.ingress.kubernetes.io/load-balancer-attributes": "idle_timeout.timeout_seconds=900"}
