@@ -1,8 +1,9 @@
 """GKE's BackendConfigs read live: on a real control plane serving GKE's BackendConfig CRD (as a GKE cluster
 serves it, tests/fixtures/gke/PROVENANCE.md), GKE Ingresses to engine Services that name a BackendConfig get
 the route timeout series of its timeoutSec, and the live audit's `ingress-timeout-short` is the manifest
-audit's of the same objects. Without the CRD served the routes have no timeout series, the audit says the
-timeout is unknown and that BackendConfigs are not served, and nothing else changes."""
+audit's of the same objects, through one watch. Without the CRD served, or without the grant, the routes
+have no timeout series, the audit says the timeout is unknown and that BackendConfigs are not served or not
+granted, and nothing else changes; neither holds back readiness."""
 
 from __future__ import annotations
 
@@ -92,6 +93,26 @@ def timeout_lines(text: str, ns: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("llm_route_") and f'namespace="{ns}"' in line]
 
 
+def refused_backendconfigs(cluster: ControlPlane, ns: str) -> str:
+    """A kubeconfig of an account with the cluster role's grants but backendconfigs."""
+    role = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "base" / "rbac.yaml").read_text(encoding="utf-8"))
+                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "llm-exporter-cluster")  # fmt: skip
+    rules = [{**r, "resources": [x for x in r["resources"] if x != "backendconfigs"]} for r in role["rules"]]
+    assert len([r for r in rules if r["resources"]]) == len(rules) - 1  # BackendConfigs' rule, that alone
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "no-backendconfigs", "namespace": ns}}
+    cluster.must("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", account)
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": ns},
+                   "rules": [r for r in rules if r["resources"]]})  # fmt: skip
+    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                   "metadata": {"name": ns},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns},
+                   "subjects": [{"kind": "ServiceAccount", "name": "no-backendconfigs", "namespace": ns}]})  # fmt: skip
+    token = cluster.service_account_token(ns, "no-backendconfigs")
+    wait_for(lambda: cluster.request("GET", BACKENDCONFIGS, token=token)[0] == 403, 30, "backendconfigs refused")
+    wait_for(lambda: cluster.request("GET", "/api/v1/services", token=token)[0] == 200, 30, "services granted")
+    return str(cluster.kubeconfig(token, ns))
+
+
 NOTE = "audit: note: backendconfigs not served or not granted: checks reading them see none\n"
 PASS = ("pass", "every read timeout above 60 s")
 FAIL = ("fail", "read timeout not above the longest generation (60 s): Ingress short: 45 s")
@@ -107,9 +128,11 @@ def test_backendconfigs_read_live_by_the_routes_and_the_audit(kube_cluster: Cont
     manifests.write_text(yaml.safe_dump_all([*objects(ns), *configs(ns)]), encoding="utf-8")
     config = Cluster(replicas=Replicas(enabled=False))
 
-    def collectors() -> tuple[Any, Any]:
-        routes, audit_collector = build_engine_pod_collectors(config, str(cluster.admin_kubeconfig))
+    def collectors(kubeconfig: str = str(cluster.admin_kubeconfig)) -> tuple[Any, Any]:
+        routes, audit_collector = build_engine_pod_collectors(config, kubeconfig)
         assert (routes.name, audit_collector.name) == ("routes", "audit")
+        views: list[Any] = [c._reflectors["backendconfigs"] for c in (routes, audit_collector)]
+        assert views[0]._reflector is views[1]._reflector  # one list+watch of BackendConfigs for both
         routes.start()
         audit_collector.start()
         wait_for(lambda: routes.ready() and audit_collector.ready(), 60, "the first lists")
@@ -173,7 +196,22 @@ def test_backendconfigs_read_live_by_the_routes_and_the_audit(kube_cluster: Cont
         finally:
             routes.close()
             audit_collector.close()
+
+        # served but not granted (an upgrade that ships the binary before the ClusterRole): as if not served
+        kubeconfig = refused_backendconfigs(cluster, ns)
+        refused, notes = audit([], kubeconfig, ns)
+        assert NOTE in notes and refused == unseen
+        routes, audit_collector = collectors(kubeconfig)
+        try:
+            assert timeout_lines(render(routes.collect()), ns) == []
+            assert {k for k in failing(render(audit_collector.collect()), ns) if k.endswith(f"/{CHECK}")} == set()
+        finally:
+            routes.close()
+            audit_collector.close()
     finally:
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        for path in (f"{rbac}/clusterrolebindings/{ns}", f"{rbac}/clusterroles/{ns}"):
+            cluster.request("DELETE", path)
         cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
         cluster.request(
             "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/backendconfigs.cloud.google.com"
