@@ -117,7 +117,7 @@ tenants = Row(
             "front of the model's pool (Gateway API Inference Extension from v1.1.0, flow control on): from enqueue "
             "until dispatched to a model server, rejected or evicted, all priorities summed. The tenant is the "
             'fairness id: "default-flow" for requests without the x-gateway-inference-fairness-id header, "other" '
-            "the tenants past gateways.max_tenants_per_model. Before v1.3.0 the queue names no model (model=\"\"): "
+            'the tenants past gateways.max_tenants_per_model. Before v1.3.0 the queue names no model (model=""): '
             "it shows only with All models. Empty without an endpoint picker (LiteLLM and Envoy AI Gateway have no "
             "such queue). One tenant holding most of it is the one the waiting.tenant diagnosis names.",
         ),
