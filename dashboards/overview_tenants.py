@@ -119,7 +119,8 @@ tenants = Row(
             'fairness id: "default-flow" for requests without the x-gateway-inference-fairness-id header, "other" '
             'the tenants past gateways.max_tenants_per_model. Before v1.3.0 the queue names no model (model=""): '
             "it shows only with All models. Empty without an endpoint picker (LiteLLM and Envoy AI Gateway have no "
-            "such queue). One tenant holding most of it is the one the waiting.tenant diagnosis names.",
+            "such queue). A tenant holding more than half of a queueing model's queue over the window (not "
+            '"default-flow" or "other") is the one the waiting.tenant diagnosis names.',
         ),
         timeseries(
             "Gateway token coverage per model",
