@@ -153,10 +153,11 @@ def _nim(c: Container) -> Wrapper:
                     filled_in="is no number of tokens")  # fmt: skip
     passthrough = arguments.env_value(c, (NIM_PASSTHROUGH,))
     variable = arguments.env_value(c, (NIM_CONTEXT,))
+    value = variable[1].strip() if variable else ""  # set empty: as unset
     words = (
         *arguments.words(c),
         *(passthrough[1].split() if passthrough else ()),
-        *((f"{NIM_CONTEXT}={variable[1].strip()}",) if variable else ()),
+        *((f"{NIM_CONTEXT}={value}",) if value else ()),
     )
     if arguments.flag(list(words), found.context_args) is not None:
         return replace(found, models=((c.name, words),))

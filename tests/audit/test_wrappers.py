@@ -142,6 +142,8 @@ def test_a_nims_context_is_its_nim_max_model_len() -> None:
     assert context([deployment(sourced), nim_config({"NIM_MAX_NUM_SEQS": "64"})]) == ("nim", "unknown", NO_NIM_LIMIT)
     odd = {**env, "env": [{"name": "NIM_MAX_MODEL_LEN", "value": "128k"}]}
     assert context([deployment(odd)]) == ("nim", "unknown", f"{said} 128k is no number of tokens")
+    empty = {**env, "env": [{"name": "NIM_MAX_MODEL_LEN", "value": ""}]}
+    assert context([deployment(empty)]) == ("nim", "unknown", NO_NIM_LIMIT)
 
 
 def test_a_nims_arguments_come_before_its_variables() -> None:
