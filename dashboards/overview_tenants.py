@@ -20,6 +20,12 @@ def _once(metric: str, labels: str) -> str:
     return once_per_gateway(f"rate({metric}{{{_MODEL}}}[$__rate_interval])", labels)
 
 
+def _queued() -> str:
+    """The requests each (tenant, model) holds in a gateway's queue now, once per gateway (the priorities one
+    exporter splits it into summed first)."""
+    return once_per_gateway(f"llm_gateway_queued_requests{{{_MODEL}}}", "gateway, tenant, model", split="priority")
+
+
 tenants = Row(
     "Tenants: who used it, and what did it cost?",
     [
@@ -98,6 +104,25 @@ tenants = Row(
             "as the engine spends its time decoding.",
         ),
         timeseries(
+            "Requests queued at the gateway, by tenant",
+            [
+                Query(
+                    f"topk({_TOP}, sum by (gateway, tenant) ({_queued()}))",
+                    "{{gateway}}/{{tenant}}",
+                )
+            ],
+            unit="short",
+            width=12,
+            description="Requests each tenant has waiting in the endpoint picker's flow control queue now, in "
+            "front of the model's pool (Gateway API Inference Extension from v1.1.0, flow control on): from enqueue "
+            "until dispatched to a model server, rejected or evicted, all priorities summed. The tenant is the "
+            'fairness id: "default-flow" for requests without the x-gateway-inference-fairness-id header, "other" '
+            'the tenants past gateways.max_tenants_per_model. Before v1.3.0 the queue names no model (model=""): '
+            "it shows only with All models. Empty without an endpoint picker (LiteLLM and Envoy AI Gateway have no "
+            "such queue). A tenant holding more than half of a queueing model's queue over the window (not "
+            '"default-flow" or "other") is the one the waiting.tenant diagnosis names.',
+        ),
+        timeseries(
             "Gateway token coverage per model",
             [
                 Query(
@@ -106,7 +131,7 @@ tenants = Row(
                 )
             ],
             unit="percentunit",
-            width=24,
+            width=12,
             description="The gateway's tokens of each engine model over the engine's own, last hour. Near 100%: "
             "all traffic goes through the gateway. 0: the gateway counts nothing under the engine's model name "
             "(its model must be the engine's served model name): no tenant gets a cost for that model.",

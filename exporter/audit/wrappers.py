@@ -40,6 +40,17 @@ ConfigMap mounts, each with the engine it runs and where that engine's settings 
   too, and a probe path says what is probed, not what runs), nor `NGC_API_KEY` (NeMo, Riva and Triton images
   pull from NGC too), nor `NIM_ENDPOINT` or `NIM_MODEL_NAME`, which a NIM's clients carry (nim-deploy
   cloud-service-providers/azure/workshops/aiq-rag-blueprint/manifests/rag-sweep-job.yaml:19, a benchmark).
+  A container the NIM Operator renders (its engine `nim`) is one whatever it shows.
+  Its context limit is `NIM_MAX_MODEL_LEN`: NVIDIA's NIM for LLMs documentation indexes it among NIM's own
+  variables (`nim_llm.utils.envs.NIM_MAX_MODEL_LEN`, docs.nvidia.com/nim/large-language-models/2.0.4-pb6/
+  genindex.html), the `NIM_*` variables that map to vLLM's arguments (here `--max-model-len`). NIM 2.x
+  resolves a setting from its command's arguments after `nim-serve` (vLLM's) first, then
+  `NIM_PASSTHROUGH_ARGS`, then the `NIM_*` variables, then the model workspace's runtime_config.json and the
+  model profile (2.0.0 reference/advanced-configuration.html, "Configuration Priority"): the first of them
+  given is judged as an engine's `--max-model-len`. Without any, the profile or the model sets the context,
+  which the input does not say: not judged. NVIDIA/nim-deploy (3c6bcbd05f0c70612d2ed96112248e623035ed05) and
+  NVIDIA/k8s-nim-operator (f63f74d7ad22eaea7943cc640e545f4ccdbb8077) set it nowhere: a NIMService passes it in
+  `spec.env`.
 """
 
 from __future__ import annotations
@@ -68,6 +79,8 @@ _VLLM_WORD = re.compile(r"^vllm\d*$")  # `vllm`, or `vllm0` of a tag `…-vllm0.
 NIM_VARIABLES = frozenset({"NIM_CACHE_PATH", "NIM_SERVER_PORT", "NIM_SERVED_MODEL_NAME", "NIM_MODEL_PROFILE"})
 NIM_HOME = "/opt/nim/"
 _NIM_PROGRAMS = re.compile(r"\bnim_llm_sdk\b|\bnemollm_inference_ms\b")
+NIM_CONTEXT = "NIM_MAX_MODEL_LEN"  # the context length a NIM serves (see the module's docstring)
+NIM_PASSTHROUGH = "NIM_PASSTHROUGH_ARGS"  # NIM 2.x: vLLM-style arguments, over the NIM_* variables
 
 Models = model_repository.Models
 
@@ -133,14 +146,38 @@ def _triton_vllm(c: Container, script: str) -> Wrapper:
                    filled_in="in model.json is no number of tokens")  # fmt: skip
 
 
+def _nim(c: Container) -> Wrapper:
+    """A NIM's context limit: `--max-model-len` of its command, then of NIM_PASSTHROUGH_ARGS, then
+    NIM_MAX_MODEL_LEN, NIM 2.x's order; without any, its model profile or the model chooses at start-up."""
+    found = Wrapper("nim", "nim", label="NIM container", context_args=("--max-model-len", NIM_CONTEXT),
+                    filled_in="is no number of tokens")  # fmt: skip
+    passthrough = arguments.env_value(c, (NIM_PASSTHROUGH,))
+    variable = arguments.env_value(c, (NIM_CONTEXT,))
+    value = variable[1].strip() if variable else ""  # set empty: as unset
+    words = (
+        *arguments.words(c),
+        *(passthrough[1].split() if passthrough else ()),
+        *((f"{NIM_CONTEXT}={value}",) if value else ()),
+    )
+    if arguments.flag(list(words), found.context_args) is not None:
+        return replace(found, models=((c.name, words),))
+    unread = arguments.env_reason(c, (NIM_CONTEXT,))
+    if unread is not None:
+        return replace(found, note=f"context limit set from a variable not known here: {unread[1]}")
+    why = f"no {NIM_CONTEXT}: the NIM takes the context of its model profile or of the model at start-up"
+    return replace(found, note=f"{why}, unknown here: set {NIM_CONTEXT} to what the product needs")
+
+
 def is_nim(c: Container) -> bool:
-    """Whether the container shows it is a NIM: its image's path, a NIM's variables, mounts or program."""
+    """Whether the container shows it is a NIM: its image's path, a NIM's variables, mounts or program, or the
+    NIM Operator rendered it."""
     path = c.image.partition("@")[0].lower()
     parts = (path.rpartition(":")[0] if ":" in path.rsplit("/", 1)[-1] else path).split("/")
     variables = {name for name, _ in c.env} | {r.variable for r in c.env_refs if r.after >= 0}
     program = c.argv[0] if c.argv else ""
     return (
-        path.startswith("nvcr.io/nim/")
+        c.engine == "nim"  # exporter.k8s.operators.nim.ENGINE
+        or path.startswith("nvcr.io/nim/")
         or (len(parts) >= 4 and parts[-3] == "nim")  # <registry>/…/nim/<publisher>/<model>
         or bool(variables & NIM_VARIABLES)
         or any(posixpath.normpath(mount).startswith(NIM_HOME) for mount, _, _ in c.mounts)
@@ -171,5 +208,5 @@ def wrapper(c: Container) -> Wrapper | None:
     if triton and not client and (any(_VLLM_WORD.match(w) for w in words) or model_repository.says_vllm(c)):
         return _triton_vllm(c, script)
     if is_nim(c):
-        return Wrapper("nim", "nim")
+        return _nim(c)
     return None

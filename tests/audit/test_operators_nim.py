@@ -35,7 +35,7 @@ COMMON = {
     "no-gpu-toleration": ("unknown", "spec.tolerations"),
     "non-gpu-pods-on-gpu-nodes": ("n/a", None),
     "time-slicing-user-facing": ("unknown", None),
-    "context-oversized": ("unknown", CONTEXT),  # the NIM picks TensorRT-LLM, vLLM or SGLang itself
+    "context-oversized": ("unknown", CONTEXT),  # no NIM_MAX_MODEL_LEN: the model profile or the model sets it
 }
 HPA = {
     "autoscaler-utilization-signal": ("pass", SCALE),  # gpu_cache_usage_perc: KV cache, not utilisation
@@ -176,3 +176,16 @@ def test_odd_fields_are_read_as_unset_with_a_note(tmp_path: Path) -> None:
     assert "spec.expose.router is not read: add the Ingress or HTTPRoute it makes to the input" in err
     assert found[NAME]["no-readiness-probe"][0] == "pass"  # unset: the operator's default
     assert found[NAME]["fixed-replicas"] == ("fail", "spec.replicas")
+
+
+def test_nim_max_model_len_in_spec_env_is_judged(tmp_path: Path) -> None:
+    """The context limit a NIMService sets in `spec.env` is judged as an engine's --max-model-len."""
+    nim = _service()
+    nim["spec"]["env"] = [*nim["spec"].get("env", []), {"name": "NIM_MAX_MODEL_LEN", "value": "131072"}]
+    path = tmp_path / "nim.yaml"
+    path.write_text(yaml.safe_dump(nim))
+    rc, found, _, records = _found(path)
+    assert rc == 1
+    assert found[NAME]["context-oversized"] == ("pass", CONTEXT)
+    (context,) = [r for r in records if r["check"] == "context-oversized"]
+    assert context["detail"] == "NIM container meta-llama-3-2-1b-instruct-ctr: NIM_MAX_MODEL_LEN 131072"

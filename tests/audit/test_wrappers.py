@@ -101,11 +101,61 @@ def test_triton_tensorrt_llm_by_image_and_command() -> None:
     assert wrapper(c) is not None and wrapper(c) == wrapper(workloads.container(triton))
 
 
+NIM_IMAGE = "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.4"
+NO_NIM_LIMIT = ("no NIM_MAX_MODEL_LEN: the NIM takes the context of its model profile or of the model at start-up, "
+                "unknown here: set NIM_MAX_MODEL_LEN to what the product needs")  # fmt: skip
+
+
+def nim_config(data: dict[str, str]) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nim-config", "namespace": NS},
+            "data": data}  # fmt: skip
+
+
 def test_a_nim_image_is_a_nim() -> None:
-    nim = {"name": "nim", "image": "nvcr.io/nim/meta/llama-3.1-8b-instruct:1.8.4"}
-    engine, status, detail = context([deployment(nim)])
-    assert (engine, status) == ("nim", "unknown")
-    assert detail == "nim chooses its engine at start-up: the audit knows no context flag for it"
+    nim = {"name": "nim", "image": NIM_IMAGE}
+    assert context([deployment(nim)]) == ("nim", "unknown", NO_NIM_LIMIT)
+
+
+def test_a_nims_context_is_its_nim_max_model_len() -> None:
+    """NIM_MAX_MODEL_LEN is judged as an engine's --max-model-len: from `env`, a ConfigMap key or envFrom."""
+    said = "NIM container nim: NIM_MAX_MODEL_LEN"
+    over = "over 4× the 6000 tokens used per request"
+    env = {"name": "nim", "image": NIM_IMAGE, "env": [{"name": "NIM_MAX_MODEL_LEN", "value": "131072"}]}
+    assert context([deployment(env)]) == ("nim", "pass", f"{said} 131072")
+    assert context([deployment(env)], used=6000) == ("nim", "fail", f"{said} 131072, {over}")
+    assert context([deployment(env)], used=40000) == ("nim", "pass", f"{said} 131072, used 40000 per request")
+    ref = {"configMapKeyRef": {"name": "nim-config", "key": "max-len"}}
+    keyed = {"name": "nim", "image": NIM_IMAGE, "env": [{"name": "NIM_MAX_MODEL_LEN", "valueFrom": ref}]}
+    assert context([deployment(keyed), nim_config({"max-len": "8192"})], used=6000) == (
+        "nim", "pass", f"{said} 8192, used 6000 per request")  # fmt: skip
+    sourced = {"name": "nim", "image": NIM_IMAGE, "envFrom": [{"configMapRef": {"name": "nim-config"}}]}
+    assert context([deployment(sourced), nim_config({"NIM_MAX_MODEL_LEN": "32768"})], used=6000) == (
+        "nim", "fail", f"{said} 32768, {over}")  # fmt: skip
+    # the ConfigMap not in the input: unknown, naming where the limit is read from
+    unread = "context limit set from a variable not known here: NIM_MAX_MODEL_LEN"
+    absent = "not among the objects read"
+    assert context([deployment(keyed)]) == (
+        "nim", "unknown", f"{unread} is read from ConfigMap nim-config (key max-len), {absent}")  # fmt: skip
+    assert context([deployment(sourced)]) == (
+        "nim", "unknown", f"{unread} may be set by ConfigMap nim-config (envFrom), {absent}")  # fmt: skip
+    # a ConfigMap without the key: the NIM chooses
+    assert context([deployment(sourced), nim_config({"NIM_MAX_NUM_SEQS": "64"})]) == ("nim", "unknown", NO_NIM_LIMIT)
+    odd = {**env, "env": [{"name": "NIM_MAX_MODEL_LEN", "value": "128k"}]}
+    assert context([deployment(odd)]) == ("nim", "unknown", f"{said} 128k is no number of tokens")
+    empty = {**env, "env": [{"name": "NIM_MAX_MODEL_LEN", "value": ""}]}
+    assert context([deployment(empty)]) == ("nim", "unknown", NO_NIM_LIMIT)
+
+
+def test_a_nims_arguments_come_before_its_variables() -> None:
+    """NIM 2.x's order: the arguments after nim-serve, then NIM_PASSTHROUGH_ARGS, then NIM_MAX_MODEL_LEN."""
+    env = [{"name": "NIM_MAX_MODEL_LEN", "value": "131072"}]
+    served = {"name": "nim", "image": NIM_IMAGE, "args": ["nim-serve", "--max-model-len", "8192"], "env": env}
+    assert context([deployment(served)], used=6000) == (
+        "nim", "pass", "NIM container nim: --max-model-len 8192, used 6000 per request")  # fmt: skip
+    passthrough = {"name": "NIM_PASSTHROUGH_ARGS", "value": "--max-model-len=16384 --enable-prefix-caching"}
+    passed = {"name": "nim", "image": NIM_IMAGE, "env": [*env, passthrough]}
+    assert context([deployment(passed)], used=6000) == (
+        "nim", "pass", "NIM container nim: --max-model-len 16384, used 6000 per request")  # fmt: skip
 
 
 def test_llama_swap_without_an_accelerator_still_runs_its_engine() -> None:
@@ -247,8 +297,7 @@ def nim_found(**container: Any) -> bool:
 
 def test_a_nim_pulled_from_a_mirror_is_a_nim() -> None:
     mirrored = {"name": "nim", "image": "registry.example.com/nim/meta/llama-3.1-8b-instruct:1.3.3"}
-    assert context([deployment(mirrored)]) == (
-        "nim", "unknown", "nim chooses its engine at start-up: the audit knows no context flag for it")  # fmt: skip
+    assert context([deployment(mirrored)]) == ("nim", "unknown", NO_NIM_LIMIT)
     for image in (
         "123456789012.dkr.ecr.us-east-1.amazonaws.com/nim/meta/llama-3.1-8b-instruct:1.3.3",
         "artifactory.example.com/nvcr-remote/nim/nvidia/llama-3.3-nemotron-super-49b-v1@sha256:" + "0" * 64,

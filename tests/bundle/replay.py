@@ -21,6 +21,9 @@ MODELS = FIXTURE.with_name("0.32.0-enable-mfu-metrics.models.json")
 COUNTER = re.compile(r"^(vllm:\S+?(?:_total|_bucket|_count|_sum)(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
 # the LiteLLM proxy's body, recorded in front of a server of the same model name (tests/gateways/data/README.md)
 LITELLM = Path(__file__).resolve().parents[1] / "gateways/data/litellm-1.110.2.prom"
+# the endpoint picker's body written by the Gateway API Inference Extension v1.5.0 metrics package, flow control
+# queueing model `llama` for four fairness ids (tests/fixtures/epp/PROVENANCE.json)
+EPP = Path(__file__).resolve().parents[1] / "fixtures/epp/gie-v1.5.0-flow-control.prom"
 LITELLM_COUNTER = re.compile(r"^(litellm_\S+?_total(?:\{[^}]*\})?) (\S+)$", re.MULTILINE)
 
 
@@ -66,16 +69,29 @@ class ReplayedLitellm(FakeEngine):
         return 404, ""
 
 
-def node_config(engine: ReplayedVllm, gateway: ReplayedLitellm | None = None) -> dict[str, Any]:
+class ReplayedEpp(FakeEngine):
+    """An endpoint picker replayed: its recorded /metrics body (a gauge: the same queue at every scrape)."""
+
+    def __init__(self) -> None:
+        super().__init__(self._answer)
+
+    def _answer(self, path: str) -> tuple[int, str]:
+        return (200, EPP.read_text()) if path == "/metrics" else (404, "")
+
+
+def node_config(
+    engine: ReplayedVllm, gateway: ReplayedLitellm | None = None, epp: ReplayedEpp | None = None
+) -> dict[str, Any]:
     """The node role's engines: the replayed vLLM, as pod demo/vllm-0 (the engine workload's first pod); and the
-    replayed LiteLLM proxy in front of it (its end users as tenants, as the proxy was recorded)."""
+    replayed LiteLLM proxy in front of it (its end users as tenants, as the proxy was recorded); and the
+    replayed endpoint picker, its flow control queue."""
     target = {"url": engine.url, "labels": {"namespace": "demo", "pod": "vllm-0"}}
     config: dict[str, Any] = {"engines": {"timeout_seconds": 0.8, "targets": [target]}}
-    if gateway is not None:
-        config["gateways"] = {
-            "targets": [{"url": gateway.url, "labels": {"gateway": "litellm"}}],
-            "tenant_labels": ["end_user"],
-        }
+    gateways = [{"url": gateway.url, "labels": {"gateway": "litellm"}}] if gateway is not None else []
+    if epp is not None:
+        gateways.append({"url": epp.url, "labels": {"gateway": "epp"}, "kind": "epp"})
+    if gateways:
+        config["gateways"] = {"targets": gateways, "tenant_labels": ["end_user"]}
     return config
 
 

@@ -4,7 +4,8 @@ rules and sends to a real Alertmanager, whose webhook lands in this test; every 
 
 Peers: a loopback server replaying the recorded vLLM 0.32.0 body (counters growing with each scrape, 7 requests
 waiting) and one replaying the LiteLLM 1.110.2 body recorded in front of a server of the same model (its end users
-are the tenants of the *Tenants* row), the node role scraping both, on node gpu-0 (`NODE_NAME`, as the DaemonSet
+are the tenants of the *Tenants* row) and one replaying an endpoint picker's v1.5.0 body (its flow control queue,
+per fairness id, of a model `llama`), the node role scraping the three, on node gpu-0 (`NODE_NAME`, as the DaemonSet
 sets it) with two GPUs from the stub libnvidia-ml.so.1 and one pod attributed through a pod-resources socket; the
 cluster role against a real control plane (tests/kubecluster.py: kwok nodes, the real scheduler) with six free GPUs
 spread 2/2/1/1 and a 4-GPU pod the scheduler leaves Pending. Prometheus adds no label: `node` on the GPU series
@@ -32,7 +33,7 @@ from exporter.cli import parser
 from exporter.demo.vllm_env import free_port
 from exporter.sources.prometheus import HttpPrometheus
 from tests.bundle.engine_workload import deploy_engine
-from tests.bundle.replay import ReplayedLitellm, ReplayedVllm, delivered, fast_rules, node_config
+from tests.bundle.replay import ReplayedEpp, ReplayedLitellm, ReplayedVllm, delivered, fast_rules, node_config
 from tests.bundle.servers import Served, alertmanager, prometheus, query, serve_exporter, static_job, wait_for
 from tests.bundle.servers import wait_http as wait_ready
 from tests.kube.objects import pod
@@ -71,9 +72,9 @@ def serve(
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("e2e")
-    engine, gateway, webhook = ReplayedVllm(), ReplayedLitellm(), Served()
+    engine, gateway, epp, webhook = ReplayedVllm(), ReplayedLitellm(), ReplayedEpp(), Served()
     rules = fast_rules(tmp / "rules.yaml")
-    node_cfg = node_config(engine, gateway)
+    node_cfg = node_config(engine, gateway, epp)
     assigned = {("demo", "vllm-0", "vllm"): [STUB_UUID.format(0)]}
     try:
         with ExitStack() as stack:
@@ -100,7 +101,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             deploy_engine(cluster, prom_url)  # the replica and route panels
             yield {"prometheus": prom_url, "webhook": webhook, "tmp": tmp, "kubeconfig": str(cluster.admin_kubeconfig)}
     finally:
-        for server in (engine, gateway, webhook):
+        for server in (engine, gateway, epp, webhook):
             server.close()
 
 

@@ -47,6 +47,8 @@ NO_DATA = {
     "Top tenants by cost": NO_PRICE,
     "Share of GPU time per tenant": NO_PRICE,
     "Cost per million tokens per tenant": NO_PRICE,
+    "Requests queued at the gateway, by tenant": "no endpoint picker: the scene's gateway is LiteLLM, which has no "
+    "flow control queue (llm_gateway_queued_requests is read from the EPP only)",
 }
 
 

@@ -43,7 +43,7 @@ def unknown_limit(engine: str, c: Container) -> str:
 
 def _wrapped(found: Wrapper, subject: Subject) -> Outcome:
     """A wrapper's context limit: the largest of its models' (llama-swap's `llama-server` commands, the
-    `max_model_len` of each model.json of Triton's vLLM backend)."""
+    `max_model_len` of each model.json of Triton's vLLM backend, a NIM's NIM_MAX_MODEL_LEN)."""
     if found.note or not found.models:
         return unknown(found.note or f"{found.name}: its engine's context limit is not read")
     limits: list[tuple[int, str]] = []
@@ -66,7 +66,7 @@ def _wrapped(found: Wrapper, subject: Subject) -> Outcome:
 
 def evaluate(subject: Subject, around: Surroundings) -> Outcome:
     found_wrapper = wrapper(subject.engine_container)
-    if found_wrapper is not None and found_wrapper.name != "nim":
+    if found_wrapper is not None:
         return _wrapped(found_wrapper, subject)
     engine = ENGINES.get(subject.engine)
     if engine is None and subject.engine:  # an operator's server that picks its engine itself (a NIM)
@@ -95,7 +95,7 @@ CHECK = Check(
     reason="Set the maximum context to what the product needs, not the model's limit: a 128K context when the "
     "longest real prompt is 6K reserves KV cache for requests that never come.",
     fix="Set the engine's context limit (vLLM --max-model-len, SGLang --context-length, TGI --max-total-tokens, "
-    "llama-server --ctx-size) to the longest real prompt plus the longest answer.",
+    "llama-server --ctx-size, NIM NIM_MAX_MODEL_LEN) to the longest real prompt plus the longest answer.",
     reads=(),
     evaluate=evaluate,
     engine_agnostic=False,

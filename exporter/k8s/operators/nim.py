@@ -25,8 +25,9 @@ api/apps/v1alpha1/nimservice_types.go unless named:
   `expose.ingress.spec`, annotated with `annotations` and `expose.ingress.annotations`.
 
 A NIM picks its backend (TensorRT-LLM, vLLM, SGLang) from the model profile at start-up, so the engine is
-read as `nim`, which the audit has no context flag for. `multiNode` (a LeaderWorkerSet), the `kserve`
-platform and `expose.router` are not read: each is named in a note.
+read as `nim`, its context limit the `NIM_MAX_MODEL_LEN` of `spec.env` (`exporter.audit.wrappers`).
+`multiNode` (a LeaderWorkerSet), the `kserve` platform and `expose.router` are not read: each is named in a
+note.
 """
 
 from __future__ import annotations
