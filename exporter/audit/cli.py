@@ -130,8 +130,12 @@ def read_cluster(args: argparse.Namespace, err: TextIO) -> Inventory | None:
         inv = live.collect(views)
         if pods.available() and inv.around.nodes is not None:
             inv.around.pods = list(pods.items().values())
-        for name in live.unavailable(views):
+        missing = live.unavailable(views)
+        for name in (n for n in missing if n not in live.OPERATED):
             print(f"audit: note: {name} not served or not granted: checks reading them see none", file=err)
+        if operated := [n for n in missing if n in live.OPERATED]:
+            print(f"audit: note: {', '.join(operated)} not served or not granted: a workload such a resource "
+                  "generates is audited as itself", file=err)  # fmt: skip
         return inv
     finally:
         views.stop()

@@ -46,7 +46,10 @@ def measured_lookup(histograms: Mapping[tuple[str, str, str], Histogram]) -> Cal
         cold[(namespace, workload)] = cold.get((namespace, workload), 0.0) + p90
         if phase == "starting":
             starting[(namespace, workload)] = p90
-    return lambda w: Measured(cold.get((w.namespace, w.name)), starting.get((w.namespace, w.name)))
+    # the replica series name the operator resource behind a generated workload (docs/cluster.md)
+    return lambda w: Measured(
+        cold.get((w.namespace, w.owner or w.name)), starting.get((w.namespace, w.owner or w.name))
+    )
 
 
 def check_family(findings: Iterable[run.Finding]) -> Family:

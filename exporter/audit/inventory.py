@@ -8,8 +8,8 @@ from typing import Any
 
 from exporter.audit import model, nodes
 from exporter.audit.model import Surroundings
-from exporter.k8s import autoscalers, environment, frontends, operators, workloads
-from exporter.k8s.fields import NO_SOURCE, Source, meta
+from exporter.k8s import autoscalers, environment, frontends, operators, owner_refs, workloads
+from exporter.k8s.fields import NO_SOURCE, Source, as_dict, meta
 from exporter.k8s.selectors import Selector
 from exporter.k8s.workloads import Workload
 
@@ -106,9 +106,22 @@ def add(inv: Inventory, obj: Mapping[str, Any], source: Source = NO_SOURCE, defa
 
 def finish(inv: Inventory) -> None:
     """Derive what each operator resource of the input generates (its workloads, autoscalers and Services),
-    with the objects it refers to from anywhere in the input; once, after the last `add`."""
-    for obj, source, ns in inv.operated:
+    with the objects it refers to from anywhere in the input; once, after the last `add`. What such a resource
+    generated is in the input too where it is a dump of a namespace or the live cluster: that workload (or
+    resource: a KAITO InferenceSet's Workspace) is dropped, audited once as the resource the user edits, each
+    finding with the field to change there. One whose resource is not in the input, or derives no workload
+    (its runtime not in the input), stays audited as itself."""
+    present = {_key(obj, ns) for obj, _, ns in inv.operated}
+    derived_from: set[tuple[str, str, str]] = set()
+    # the resources an operator resource of the input generated, last: their owner's reader derives them
+    ordered = sorted(inv.operated, key=lambda entry: _owner(entry[0], entry[2]) in present)
+    for obj, source, ns in ordered:
+        if _owner(obj, ns) in derived_from:
+            derived_from.add(_key(obj, ns))
+            continue
         derived = operators.derive(obj, ns, source, inv.referred)
+        if derived.workloads:
+            derived_from.add(_key(obj, ns))
         inv.workloads += derived.workloads
         inv.around.workloads += derived.workloads
         inv.around.autoscalers += derived.autoscalers
@@ -118,12 +131,26 @@ def finish(inv: Inventory) -> None:
         if derived.note:
             namespace, name = meta(obj, ns)[:2]
             inv.notes.append(f"{obj.get('kind')} {namespace}/{name}: {derived.note}")
+    generated = {id(w) for w in inv.workloads if (w.owner_kind, w.namespace, w.owner) in derived_from}
+    inv.workloads = [w for w in inv.workloads if id(w) not in generated]
+    inv.around.workloads = [w for w in inv.around.workloads if id(w) not in generated]
     inv.operated = []
     # the containers' variables from the ConfigMaps of the input, before any check reads an argument
     maps, unread = inv.config_maps, inv.config_maps_unread
     resolved = {id(w): environment.resolve_workload(w, maps, unread) for w in inv.workloads}
     inv.workloads = [resolved[id(w)] for w in inv.workloads]
     inv.around.workloads = [resolved.get(id(w), w) for w in inv.around.workloads]
+
+
+def _key(obj: Mapping[str, Any], default_namespace: str) -> tuple[str, str, str]:
+    """(kind, namespace, name) of an operator resource, as a generated workload's owner names it."""
+    return (str(obj.get("kind") or ""), *meta(obj, default_namespace)[:2])
+
+
+def _owner(obj: Mapping[str, Any], default_namespace: str) -> tuple[str, str, str]:
+    """(kind, namespace, name) of the controller owner of an operator resource (a KAITO InferenceSet's Workspace)."""
+    owner = owner_refs.controller(as_dict(obj.get("metadata")))
+    return (str(owner.get("kind") or ""), meta(obj, default_namespace)[0], str(owner.get("name") or ""))
 
 
 def build(objects: Iterable[Mapping[str, Any]], default_namespace: str = "default") -> Inventory:

@@ -4,7 +4,10 @@ The API server's lists carry neither `kind` nor `apiVersion` on their items: eac
 back, then reduces the object to the audit's model (the same pure functions as for manifests). ConfigMaps are
 read for the variables and files the engines read from them, as `exporter.k8s.environment` reads them from
 manifests; of each only its short `data` values are kept (`environment.kept`). Of GKE's BackendConfigs only
-the name, namespace and timeoutSec are kept (`frontends.backend_config_kept`).
+the name, namespace and timeoutSec are kept (`frontends.backend_config_kept`). The serving operators'
+resources (a KServe InferenceService, a RoleBasedGroup, ...) and the runtimes they name are read as from
+manifests (`exporter.k8s.operators`): of each its name, namespace, labels, annotations, ownerReferences and
+spec; `inventory.finish` derives their workloads and drops the workloads they generate.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from exporter.audit import inventory, nodes
 from exporter.audit.inventory import Inventory
 from exporter.audit.recognise import Recognition, engine_container, is_router
 from exporter.k8s import environment, frontends, workloads
+from exporter.k8s.fields import meta
 from exporter.sources.kube_mirror import Mirror, Reflectors
 from exporter.sources.kube_reflector import Reflector
 from exporter.sources.kube_shared import shared
@@ -38,7 +42,29 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "backendconfigs": (frontends.BACKEND_CONFIG_API, "BackendConfig", True),
     "configmaps": ("v1", "ConfigMap", True),
     "nodes": ("v1", "Node", True),
+    # the serving operators' resources the user edits (`exporter.k8s.operators.READERS`), each at the version its
+    # reader reads, and the runtimes and adapters they refer to (`REFERRED`); see `exporter.sources.kube_resources`
+    "kserve_inferenceservices": ("serving.kserve.io/v1beta1", "InferenceService", True),
+    "kserve_servingruntimes": ("serving.kserve.io/v1alpha1", "ServingRuntime", True),
+    "kserve_clusterservingruntimes": ("serving.kserve.io/v1alpha1", "ClusterServingRuntime", True),
+    "workspaces": ("kaito.sh/v1beta1", "Workspace", True),
+    "inferencesets": ("kaito.sh/v1beta1", "InferenceSet", True),
+    "rayservices": ("ray.io/v1", "RayService", True),
+    "nimservices": ("apps.nvidia.com/v1alpha1", "NIMService", True),
+    "ome_inferenceservices": ("ome.io/v1beta1", "InferenceService", True),
+    "ome_servingruntimes": ("ome.io/v1beta1", "ServingRuntime", True),
+    "ome_clusterservingruntimes": ("ome.io/v1beta1", "ClusterServingRuntime", True),
+    "rolebasedgroups": ("workloads.x-k8s.io/v1alpha2", "RoleBasedGroup", True),
+    "rolebasedgroupscalingadapters": ("workloads.x-k8s.io/v1alpha2", "RoleBasedGroupScalingAdapter", True),
+    "dynamographdeployments": ("nvidia.com/v1alpha1", "DynamoGraphDeployment", True),
 }
+OPERATED = (
+    "kserve_inferenceservices", "kserve_servingruntimes", "kserve_clusterservingruntimes", "workspaces",
+    "inferencesets", "rayservices", "nimservices", "ome_inferenceservices", "ome_servingruntimes",
+    "ome_clusterservingruntimes", "rolebasedgroups", "rolebasedgroupscalingadapters", "dynamographdeployments",
+)  # fmt: skip
+# listed cluster-wide whatever the audit's namespace (a ClusterServingRuntime serves every namespace)
+CLUSTER_SCOPED = ("nodes", "kserve_clusterservingruntimes", "ome_clusterservingruntimes")
 
 
 WORKLOAD_RESOURCES = ("deployments", "statefulsets", "leaderworkersets")
@@ -87,7 +113,7 @@ def reflectors(
     """
 
     def watch(resource: str) -> dict[str, Any]:
-        scope = None if resource == "nodes" else namespace  # nodes are cluster-scoped
+        scope = None if resource in CLUSTER_SCOPED else namespace
         return {"namespace": scope, "optional": RESOURCES[resource][2], **options}
 
     def view(reflector: Reflector[None]) -> Mirror[dict[str, Any]]:
@@ -112,6 +138,27 @@ def reflectors(
             "backendconfigs": view(shared(api, "backendconfigs", **watch("backendconfigs"))),
             "configmaps": view(shared(api, "configmaps", **watch("configmaps"))),
             "nodes": view(shared(api, "nodes", **watch("nodes"))),
+            "kserve_inferenceservices": view(
+                shared(api, "kserve_inferenceservices", **watch("kserve_inferenceservices"))
+            ),
+            "kserve_servingruntimes": view(shared(api, "kserve_servingruntimes", **watch("kserve_servingruntimes"))),
+            "kserve_clusterservingruntimes": view(
+                shared(api, "kserve_clusterservingruntimes", **watch("kserve_clusterservingruntimes"))
+            ),
+            "workspaces": view(shared(api, "workspaces", **watch("workspaces"))),
+            "inferencesets": view(shared(api, "inferencesets", **watch("inferencesets"))),
+            "rayservices": view(shared(api, "rayservices", **watch("rayservices"))),
+            "nimservices": view(shared(api, "nimservices", **watch("nimservices"))),
+            "ome_inferenceservices": view(shared(api, "ome_inferenceservices", **watch("ome_inferenceservices"))),
+            "ome_servingruntimes": view(shared(api, "ome_servingruntimes", **watch("ome_servingruntimes"))),
+            "ome_clusterservingruntimes": view(
+                shared(api, "ome_clusterservingruntimes", **watch("ome_clusterservingruntimes"))
+            ),
+            "rolebasedgroups": view(shared(api, "rolebasedgroups", **watch("rolebasedgroups"))),
+            "rolebasedgroupscalingadapters": view(
+                shared(api, "rolebasedgroupscalingadapters", **watch("rolebasedgroupscalingadapters"))
+            ),
+            "dynamographdeployments": view(shared(api, "dynamographdeployments", **watch("dynamographdeployments"))),
         }
     )
 
@@ -131,7 +178,7 @@ def collect(views: Mapping[str, Mirror[dict[str, Any]]]) -> Inventory:
     if config_maps is None or not config_maps.available():
         inv.config_maps_unread = "not read: configmaps not granted or not served"
     else:  # a container reads those of its own namespace only
-        namespaces = {w.namespace for w in inv.workloads}
+        namespaces = {w.namespace for w in inv.workloads} | {meta(obj, ns)[0] for obj, _, ns in inv.operated}
         for obj in config_maps.items().values():
             if obj["metadata"].get("namespace") in namespaces:
                 inventory.add(inv, obj)

@@ -227,6 +227,7 @@ class Workload:
     routed_by: str = field(default="", compare=False)
     # the name of the operator resource that controls it (`owner_refs.OPERATORS`): the replica series' workload
     owner: str = field(default="", compare=False)
+    owner_kind: str = field(default="", compare=False)  # that resource's kind ("" with no owner)
     # (kind, name) of what else an autoscaler targets to scale it: an object that sets its replicas (RBG's
     # RoleBasedGroupScalingAdapter of a role), matched as an autoscaler's scaleTargetRef
     scaled_through: tuple[tuple[str, str], ...] = field(default=(), compare=False)
@@ -270,7 +271,7 @@ def workload(obj: Mapping[str, Any], default_namespace: str = "default", source:
     owner = operator_owner(as_dict(obj.get("metadata")), pods[0].labels)
     return Workload(
         kind, namespace, name, labels, annotations, as_int(spec.get("replicas")), pods, source,
-        owner=owner[1] if owner else "",
+        owner=owner[1] if owner else "", owner_kind=owner[0] if owner else "",
     )  # fmt: skip
 
 

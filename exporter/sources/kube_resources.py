@@ -47,6 +47,21 @@ _CUSTOM: dict[str, tuple[str, str, str]] = {
     "backendconfigs": ("cloud.google.com", "v1", "backendconfigs"),
     # replicas: the RayService that controls a RayCluster (the controller of KubeRay's pods)
     "rayclusters": ("ray.io", "v1", "rayclusters"),
+    # audit: the serving operators' resources (`exporter.k8s.operators.READERS`), at the version each reader
+    # reads, and what they refer to (`REFERRED`); two operators share a plural, hence the keys' prefixes
+    "kserve_inferenceservices": ("serving.kserve.io", "v1beta1", "inferenceservices"),
+    "kserve_servingruntimes": ("serving.kserve.io", "v1alpha1", "servingruntimes"),
+    "kserve_clusterservingruntimes": ("serving.kserve.io", "v1alpha1", "clusterservingruntimes"),  # cluster-scoped
+    "workspaces": ("kaito.sh", "v1beta1", "workspaces"),
+    "inferencesets": ("kaito.sh", "v1beta1", "inferencesets"),
+    "rayservices": ("ray.io", "v1", "rayservices"),
+    "nimservices": ("apps.nvidia.com", "v1alpha1", "nimservices"),
+    "ome_inferenceservices": ("ome.io", "v1beta1", "inferenceservices"),
+    "ome_servingruntimes": ("ome.io", "v1beta1", "servingruntimes"),
+    "ome_clusterservingruntimes": ("ome.io", "v1beta1", "clusterservingruntimes"),  # cluster-scoped
+    "rolebasedgroups": ("workloads.x-k8s.io", "v1alpha2", "rolebasedgroups"),
+    "rolebasedgroupscalingadapters": ("workloads.x-k8s.io", "v1alpha2", "rolebasedgroupscalingadapters"),
+    "dynamographdeployments": ("nvidia.com", "v1alpha1", "dynamographdeployments"),
 }
 RESOURCES = (*_LISTERS, *_CUSTOM)
 

@@ -226,7 +226,10 @@ def test_live_without_a_configuration_or_a_reachable_cluster(tmp_path: Path) -> 
     rc, out, err = audit("--kubeconfig", str(kubeconfig), "--timeout", "1")
     assert (rc, out) == (2, "")
     assert err.startswith("audit: within 1 s, still waiting for the first sync of deployments, statefulsets,")
-    assert err.endswith(", nodes, pods)\n")
+    assert err.endswith(", nodes, kserve_inferenceservices, kserve_servingruntimes, kserve_clusterservingruntimes, "
+                        "workspaces, inferencesets, rayservices, nimservices, ome_inferenceservices, "
+                        "ome_servingruntimes, ome_clusterservingruntimes, rolebasedgroups, "
+                        "rolebasedgroupscalingadapters, dynamographdeployments, pods)\n")  # fmt: skip
     assert "(API server: cannot connect: Connection refused on deployments, " in err
 
 

@@ -24,15 +24,17 @@ def watched(role: str) -> set[tuple[str, str]]:
     for package in ROLE_PACKAGES[role]:
         for path in sorted((ROOT / package).rglob("*.py")):
             for resource in REFLECTOR.findall(path.read_text(encoding="utf-8")):
-                found.add((api_group(resource), resource))
+                found.add(api_resource(resource))
     return found
 
 
-def api_group(resource: str) -> str:
-    """The API group of a resource the adapter can watch, from its own tables (built-in or custom)."""
+def api_resource(resource: str) -> tuple[str, str]:
+    """(API group, resource) of a resource the adapter can watch, from its own tables (built-in or custom:
+    a custom one's plural, which two groups may share)."""
     if resource in kube_resources._CUSTOM:
-        return kube_resources._CUSTOM[resource][0]
-    return kube_resources._LISTERS[resource][0]
+        group, _, plural = kube_resources._CUSTOM[resource]
+        return group, plural
+    return kube_resources._LISTERS[resource][0], resource
 
 
 def granted(role: Obj) -> dict[tuple[str, str], set[str]]:
@@ -64,7 +66,19 @@ def test_the_code_scan_finds_the_watches() -> None:
                                   ("route.openshift.io", "routes"),
                                   ("inference.networking.k8s.io", "inferencepools"),
                                   # replicas: a RayCluster's controller (KubeRay's RayService)
-                                  ("ray.io", "rayclusters")}  # fmt: skip
+                                  ("ray.io", "rayclusters"),
+                                  # audit: the serving operators' resources and what they refer to
+                                  ("serving.kserve.io", "inferenceservices"),
+                                  ("serving.kserve.io", "servingruntimes"),
+                                  ("serving.kserve.io", "clusterservingruntimes"),
+                                  ("kaito.sh", "workspaces"), ("kaito.sh", "inferencesets"),
+                                  ("ray.io", "rayservices"),
+                                  ("apps.nvidia.com", "nimservices"),
+                                  ("ome.io", "inferenceservices"), ("ome.io", "servingruntimes"),
+                                  ("ome.io", "clusterservingruntimes"),
+                                  ("workloads.x-k8s.io", "rolebasedgroups"),
+                                  ("workloads.x-k8s.io", "rolebasedgroupscalingadapters"),
+                                  ("nvidia.com", "dynamographdeployments")}  # fmt: skip
 
 
 def test_no_code_reads_single_objects() -> None:
