@@ -11,6 +11,7 @@ from exporter.k8s import environment
 from exporter.k8s.workloads import Workload, workload
 from exporter.replicas.startup import BUCKETS, Histogram
 from tests.audit import objects as o
+from tests.audit.generated import inference_service, predictor
 
 
 def listed(obj: o.Obj) -> o.Obj:
@@ -82,3 +83,21 @@ def test_a_configmap_keeps_its_short_data_only() -> None:
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "vllm", "namespace": "inference"},
         "data": {"MAX_LEN": "8192"}, "withheld": ["dashboard.json"],
     }  # fmt: skip
+
+
+def test_an_operator_resource_keeps_what_its_reader_reads_stamped_with_the_version_listed() -> None:
+    isvc = inference_service("llama", "llm")
+    isvc["metadata"].update(uid="u-1", resourceVersion="7", labels={"team": "a"})
+    kept = live.stamp("kserve_inferenceservices", DEFAULT)(listed(isvc))
+    assert kept == {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": {"name": "llama", "namespace": "llm", "labels": {"team": "a"},
+                     "annotations": {"serving.kserve.io/deploymentMode": "Standard"}},
+        "spec": isvc["spec"],
+    }  # fmt: skip
+    deployment = live.stamp("deployments", DEFAULT)(listed(predictor(isvc)))
+    generated = None if deployment is None else workload(deployment)
+    assert generated is not None and (generated.owner_kind, generated.owner) == ("InferenceService", "llama")
+    ome = live.stamp("ome_inferenceservices")(listed({**isvc, "apiVersion": "ome.io/v1beta1"}))
+    assert ome is not None and ome["apiVersion"] == "ome.io/v1beta1"

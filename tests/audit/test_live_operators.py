@@ -18,8 +18,12 @@ from typing import Any
 import yaml
 
 from exporter.audit import cli, live
+from exporter.config import Cluster, Replicas, Routes
+from exporter.engines import parser
+from exporter.exposition import render
 from exporter.sources import kube_resources
 from tests.audit.generated import inference_service, predictor
+from tests.collectors import build_engine_pod_collectors
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
 from tests.replicas.test_owners_ome_rbg_real import POD_SPEC, WORKLOAD_TYPE, _load, established, role_statefulset
@@ -119,6 +123,27 @@ def test_operator_resources_are_audited_live_as_in_manifests(kube_cluster: Contr
         assert fields[("RoleBasedGroup", "no-prestop")].startswith("spec.roles[")
         assert len(live_found) > 40
 
+        # the cluster role's audit collector: its series name the resources, with their kind
+        (audit_collector,) = build_engine_pod_collectors(
+            Cluster(replicas=Replicas(enabled=False), routes=Routes(enabled=False)), str(cluster.admin_kubeconfig)
+        )
+        audit_collector.start()
+        try:
+            wait_for(audit_collector.ready, 60, "the first lists")
+            verdicts = {"fail": 1.0, "pass": 0.0}
+            expected = {(r[0], r[1], r[2]): verdicts[r[3]] for r in live_found if r[3] in verdicts}
+
+            def series() -> dict[tuple[str, str, str], float]:
+                return {
+                    (labels["kind"], labels["workload"], labels["check"]): value
+                    for labels, value in _samples(render(audit_collector.collect()))
+                    if labels["namespace"] == ns and labels["check"] not in CLUSTER_WIDE
+                }
+
+            wait_for(lambda: series() == expected, 60, "the audit's series, each optional watch listed")
+        finally:
+            audit_collector.close()
+
         # without the grant (an upgrade that ships the binary before the ClusterRole; a CRD not installed reads
         # the same): the generated workloads audited as themselves, the RayService not at all
         refused, notes = audit([], refused_operators(cluster, ns), ns)
@@ -136,3 +161,8 @@ def test_operator_resources_are_audited_live_as_in_manifests(kube_cluster: Contr
 def _write(path: Path, objs: list[dict[str, Any]]) -> Path:
     path.write_text(yaml.safe_dump_all(objs), encoding="utf-8")
     return path
+
+
+def _samples(text: str) -> list[tuple[dict[str, str], float]]:
+    found = parser.parse(text, {"llm_workload_check_failing"}, "").samples.get("llm_workload_check_failing", [])
+    return [(dict(pairs), value) for pairs, value in found]
