@@ -22,7 +22,7 @@ from exporter.config import Cluster, Replicas, Routes
 from exporter.engines import parser
 from exporter.exposition import render
 from exporter.sources import kube_resources
-from tests.audit.generated import inference_service, predictor
+from tests.audit.generated import CONTAINER, controlled_by, inference_service, predictor
 from tests.collectors import build_engine_pod_collectors
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
@@ -166,3 +166,35 @@ def _write(path: Path, objs: list[dict[str, Any]]) -> Path:
 def _samples(text: str) -> list[tuple[dict[str, str], float]]:
     found = parser.parse(text, {"llm_workload_check_failing"}, "").samples.get("llm_workload_check_failing", [])
     return [(dict(pairs), value) for pairs, value in found]
+
+
+def test_without_the_crd_a_generated_deployment_is_audited_as_itself(kube_cluster: ControlPlane) -> None:
+    """NIM Operator's CRD is not served here (no test installs it): the Deployment a NIMService made, its controller
+    owner that NIMService, is audited as the Deployment it is, as before the NIMServices were read, and the command
+    says why."""
+    cluster = kube_cluster
+    assert cluster.request("GET", "/apis/apps.nvidia.com/v1alpha1/nimservices")[0] == 404
+    ns = cluster.namespace("no-crd")
+    owner = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService", "metadata": {"name": "llama"}}
+    # as NIM Operator v3.1.2 renders it (exporter/k8s/operators/nim.py): named after the NIMService, pods
+    # labelled `app: <name>`, one container `<name>-ctr` (the image of its published samples)
+    container = {**CONTAINER, "name": "llama-ctr", "image": "nvcr.io/nim/meta/llama-3.2-1b-instruct:1.8"}
+    del container["args"]
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "llama", "namespace": ns, "labels": {"app": "llama"},
+                     "ownerReferences": controlled_by(owner)},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llama"}},
+                 "template": {"metadata": {"labels": {"app": "llama"}},
+                              "spec": {**POD_SPEC, "containers": [container]}}},
+    }  # fmt: skip
+    try:
+        cluster.apply(deployment)
+        found, notes = audit([], str(cluster.admin_kubeconfig), ns)
+        (note,) = [line for line in notes.splitlines(keepends=True) if line.endswith(NOTE)]
+        assert "nimservices" in note[13 : -len(NOTE)].split(", ")
+        assert subjects(found) == {("Deployment", "llama")}
+        assert {r[2] for r in found} >= {"no-readiness-probe", "no-prestop", "fixed-replicas"}
+    finally:
+        cluster.must("DELETE", f"/api/v1/namespaces/{ns}", ok=(200, 202))
