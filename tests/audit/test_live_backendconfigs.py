@@ -19,6 +19,7 @@ from exporter.audit import cli
 from exporter.config import Cluster, Replicas
 from exporter.exposition import render
 from tests.audit import objects as o
+from tests.audit.grants import kubeconfig_without
 from tests.audit.test_audit_real import failing
 from tests.collectors import build_engine_pod_collectors
 from tests.kubecluster import Cluster as ControlPlane
@@ -95,22 +96,7 @@ def timeout_lines(text: str, ns: str) -> list[str]:
 
 def refused_backendconfigs(cluster: ControlPlane, ns: str) -> str:
     """A kubeconfig of an account with the cluster role's grants but backendconfigs."""
-    role = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "base" / "rbac.yaml").read_text(encoding="utf-8"))
-                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "llm-exporter-cluster")  # fmt: skip
-    rules = [{**r, "resources": [x for x in r["resources"] if x != "backendconfigs"]} for r in role["rules"]]
-    assert len([r for r in rules if r["resources"]]) == len(rules) - 1  # BackendConfigs' rule, that alone
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "no-backendconfigs", "namespace": ns}}
-    cluster.must("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", account)
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": ns},
-                   "rules": [r for r in rules if r["resources"]]})  # fmt: skip
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                   "metadata": {"name": ns},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns},
-                   "subjects": [{"kind": "ServiceAccount", "name": "no-backendconfigs", "namespace": ns}]})  # fmt: skip
-    token = cluster.service_account_token(ns, "no-backendconfigs")
-    wait_for(lambda: cluster.request("GET", BACKENDCONFIGS, token=token)[0] == 403, 30, "backendconfigs refused")
-    wait_for(lambda: cluster.request("GET", "/api/v1/services", token=token)[0] == 200, 30, "services granted")
-    return str(cluster.kubeconfig(token, ns))
+    return kubeconfig_without(cluster, ns, "no-backendconfigs", lambda _, r: r == "backendconfigs", BACKENDCONFIGS)
 
 
 NOTE = "audit: note: backendconfigs not served or not granted: checks reading them see none\n"

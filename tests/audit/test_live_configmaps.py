@@ -21,6 +21,7 @@ from exporter.config import Cluster, Replicas, Routes
 from exporter.exposition import render
 from exporter.k8s import environment
 from tests.audit import objects as o
+from tests.audit.grants import kubeconfig_without
 from tests.audit.test_audit_real import failing
 from tests.collectors import build_engine_pod_collectors
 from tests.kubecluster import Cluster as ControlPlane
@@ -136,28 +137,9 @@ def test_without_the_grant_for_configmaps_the_variables_are_unknown_and_nothing_
     ns = cluster.namespace("audit-cm-rbac")
     for obj in objects(ns):
         cluster.apply(obj)
-    role = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "base" / "rbac.yaml").read_text(encoding="utf-8"))
-                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "llm-exporter-cluster")  # fmt: skip
-    rules = [{**r, "resources": [x for x in r["resources"] if x != "configmaps"]} for r in role["rules"]]
-    assert len([r for r in rules if r["resources"]]) == len(rules) - 1  # the watchdog's rule, configmaps alone
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "no-configmaps", "namespace": ns}}
-    cluster.must("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", account)
     rbac = "/apis/rbac.authorization.k8s.io/v1"
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": ns},
-                   "rules": [r for r in rules if r["resources"]]})  # fmt: skip
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                   "metadata": {"name": ns},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns},
-                   "subjects": [{"kind": "ServiceAccount", "name": "no-configmaps", "namespace": ns}]})  # fmt: skip
-    kubeconfig = str(cluster.kubeconfig(cluster.service_account_token(ns, "no-configmaps"), ns))
-    wait_for(
-        lambda: (
-            cluster.request("GET", "/api/v1/configmaps", token=cluster.service_account_token(ns, "no-configmaps"))[0]
-            == 403
-        ),
-        30,
-        "configmaps refused",
-    )
+    kubeconfig = kubeconfig_without(cluster, ns, "no-configmaps", lambda g, r: (g, r) == ("", "configmaps"),
+                                 "/api/v1/configmaps")  # fmt: skip
     (audit_collector,) = build_engine_pod_collectors(
         Cluster(routes=Routes(enabled=False), replicas=Replicas(enabled=False)), kubeconfig
     )

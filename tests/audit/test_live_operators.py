@@ -23,6 +23,7 @@ from exporter.engines import parser
 from exporter.exposition import render
 from exporter.sources import kube_resources
 from tests.audit.generated import CONTAINER, controlled_by, inference_service, predictor
+from tests.audit.grants import kubeconfig_without
 from tests.collectors import build_engine_pod_collectors
 from tests.kubecluster import Cluster as ControlPlane
 from tests.kubecluster import wait_for
@@ -67,24 +68,9 @@ def ray_service(ns: str) -> dict[str, Any]:
 
 def refused_operators(cluster: ControlPlane, ns: str) -> str:
     """A kubeconfig of an account with the cluster role's grants but the operators' resources."""
-    role = next(d for d in yaml.safe_load_all((ROOT / "deploy" / "base" / "rbac.yaml").read_text(encoding="utf-8"))
-                if d["kind"] == "ClusterRole" and d["metadata"]["name"] == "llm-exporter-cluster")  # fmt: skip
     operated = {kube_resources._CUSTOM[r][0::2] for r in live.OPERATED}
-    rules = [{**r, "resources": [x for x in r["resources"] if (r["apiGroups"][0], x) not in operated]}
-             for r in role["rules"]]  # fmt: skip
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "no-operators", "namespace": ns}}
-    cluster.must("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", account)
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": ns},
-                   "rules": [r for r in rules if r["resources"]]})  # fmt: skip
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                   "metadata": {"name": ns},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": ns},
-                   "subjects": [{"kind": "ServiceAccount", "name": "no-operators", "namespace": ns}]})  # fmt: skip
-    token = cluster.service_account_token(ns, "no-operators")
     isvcs = f"/apis/serving.kserve.io/v1beta1/namespaces/{ns}/inferenceservices"
-    wait_for(lambda: cluster.request("GET", isvcs, token=token)[0] == 403, 30, "inferenceservices refused")
-    wait_for(lambda: cluster.request("GET", "/apis/apps/v1/deployments", token=token)[0] == 200, 30, "granted")
-    return str(cluster.kubeconfig(token, ns))
+    return kubeconfig_without(cluster, ns, "no-operators", lambda g, r: (g, r) in operated, isvcs)
 
 
 def test_operator_resources_are_audited_live_as_in_manifests(kube_cluster: ControlPlane, tmp_path: Path) -> None:
