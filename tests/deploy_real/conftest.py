@@ -12,10 +12,11 @@ from tests.deploy.manifests import ROOT
 from tests.kubecluster import Cluster, start_cluster, wait_for
 
 # the published CRDs of the kinds the manifests create or the cluster role watches
-# and those the deployment checks watch where they are installed (LeaderWorkerSet, AIBrix, OpenShift, GIE)
+# and those the deployment checks watch where they are installed (LeaderWorkerSet, AIBrix, OpenShift, GIE,
+# the serving operators')
 CRDS = tuple(
     ROOT / "tests" / "fixtures" / d
-    for d in ("crds", "gateway-api", "lws", "aibrix", "openshift", "inference-extension")
+    for d in ("crds", "operator_crds", "gateway-api", "lws", "aibrix", "openshift", "inference-extension")
 )
 
 
@@ -31,7 +32,7 @@ def api(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 @pytest.fixture(scope="package")
 def crds(api: Cluster) -> Cluster:
     """The control plane with the published Prometheus Operator, KEDA, Gateway API, LeaderWorkerSet, AIBrix
-    PodAutoscaler, OpenShift Route and InferencePool CRDs served."""
+    PodAutoscaler, OpenShift Route, InferencePool and serving operators' CRDs served."""
     for folder in CRDS:
         api.kubectl("apply", "--server-side", "-f", str(folder))  # the .yaml files; READMEs are skipped
     # `kubectl wait` errors on a CRD whose status has no conditions yet, which a fresh one may lack
