@@ -42,8 +42,10 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "backendconfigs": (frontends.BACKEND_CONFIG_API, "BackendConfig", True),
     "configmaps": ("v1", "ConfigMap", True),
     "nodes": ("v1", "Node", True),
-    # the serving operators' resources the user edits (`exporter.k8s.operators.READERS`), each at the version its
-    # reader reads, and the runtimes and adapters they refer to (`REFERRED`); see `exporter.sources.kube_resources`
+}
+# the serving operators' resources the user edits (`exporter.k8s.operators.READERS`), each at the version its
+# reader reads, and the runtimes and adapters they refer to (`REFERRED`); see `exporter.sources.kube_resources`
+_OPERATED: dict[str, tuple[str, str, bool]] = {
     "kserve_inferenceservices": ("serving.kserve.io/v1beta1", "InferenceService", True),
     "kserve_servingruntimes": ("serving.kserve.io/v1alpha1", "ServingRuntime", True),
     "kserve_clusterservingruntimes": ("serving.kserve.io/v1alpha1", "ClusterServingRuntime", True),
@@ -58,11 +60,8 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {
     "rolebasedgroupscalingadapters": ("workloads.x-k8s.io/v1alpha2", "RoleBasedGroupScalingAdapter", True),
     "dynamographdeployments": ("nvidia.com/v1alpha1", "DynamoGraphDeployment", True),
 }
-OPERATED = (
-    "kserve_inferenceservices", "kserve_servingruntimes", "kserve_clusterservingruntimes", "workspaces",
-    "inferencesets", "rayservices", "nimservices", "ome_inferenceservices", "ome_servingruntimes",
-    "ome_clusterservingruntimes", "rolebasedgroups", "rolebasedgroupscalingadapters", "dynamographdeployments",
-)  # fmt: skip
+RESOURCES.update(_OPERATED)
+OPERATED = tuple(_OPERATED)
 # listed cluster-wide whatever the audit's namespace (a ClusterServingRuntime serves every namespace)
 CLUSTER_SCOPED = ("nodes", "kserve_clusterservingruntimes", "ome_clusterservingruntimes")
 
